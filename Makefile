@@ -1,0 +1,53 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+# Set-up is idempotent; a second run only rebuilds what changed.
+
+VENV      ?= .venv
+PY        := $(VENV)/bin/python
+MPIRUN    ?= mpirun
+MPI_NP    ?= 2
+TRACES    ?= ../shared/traces
+DEPS      := $(VENV)/.deps-installed
+BUILT     := $(VENV)/.ddppo-built
+SOURCES   := $(wildcard src/*.cpp src/*.hpp) CMakeLists.txt pyproject.toml
+
+# Open MPI refuses to run as root unless told; CI and fresh containers run as root.
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+export OMPI_MCA_rmaps_base_oversubscribe := 1
+export DDPPO_TRACES := $(abspath $(TRACES))
+
+.PHONY: demo test lint format bench setup build clean
+
+demo: $(BUILT)
+	$(PY) -m ddppo_hpc.sim --policy all --backfill all
+
+test: $(BUILT) lint
+	$(PY) -m pytest -q tests
+	timeout 600 $(MPIRUN) -n $(MPI_NP) --oversubscribe $(PY) -m pytest -q --color=no -p no:cacheprovider tests/mpi
+
+lint: $(DEPS)
+	$(VENV)/bin/ruff check python tests bench
+	$(VENV)/bin/ruff format --check python tests bench
+	$(VENV)/bin/clang-format --dry-run --Werror src/*.cpp src/*.hpp
+
+format: $(DEPS)
+	$(VENV)/bin/ruff format python tests bench
+	$(VENV)/bin/ruff check --fix python tests bench
+	$(VENV)/bin/clang-format -i src/*.cpp src/*.hpp
+
+bench: $(BUILT)
+	$(PY) bench/sim_throughput.py --traces $(TRACES)
+
+setup: $(DEPS)
+build: $(BUILT)
+
+$(DEPS): tools/install-deps.sh
+	bash tools/install-deps.sh $(VENV)
+	touch $@
+
+$(BUILT): $(DEPS) $(SOURCES)
+	$(PY) -m pip install --disable-pip-version-check -q --no-build-isolation -e .
+	touch $@
+
+clean:
+	rm -rf build $(BUILT)

@@ -1,0 +1,85 @@
+"""Simulator throughput: jobs/s of the C++ core for every policy x backfill on real traces,
+beside the pure-Python reference (tests/reference_sim.py) on the same jobs, in one run.
+
+    python bench/sim_throughput.py [--traces ../shared/traces] [--window 2000] [--repeat 3]
+
+Prints a table and asserts nothing about time. "C++ jobs/s" is the best of --repeat runs
+over the whole cleaned trace (parsing excluded), on one core. The speed-up compares both
+implementations on the same jobs: the whole trace for none and EASY; for conservative, whose
+reference rebuilds the free-procs profile for every job, only the first --window jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from reference_sim import Job  # noqa: E402
+from reference_sim import simulate as simulate_py  # noqa: E402
+
+from ddppo_hpc.data import Trace, read_swf  # noqa: E402
+from ddppo_hpc.sim import BACKFILLS, POLICIES, simulate  # noqa: E402
+
+TRACES = ("lublin_256.swf.gz", "LANL-CM5-1994-4.1-cln.swf.gz")
+
+
+def best_of(repeat: int, fn, *args) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def reference_jobs(trace: Trace, n: int) -> list[Job]:
+    return [
+        Job(int(trace.id[i]), float(trace.submit[i]), float(trace.runtime[i]),
+            int(trace.procs[i]), float(trace.requested_time[i]), int(trace.user[i]))
+        for i in range(n)
+    ]  # fmt: skip
+
+
+def bench_row(trace: Trace, jobs: list[Job], policy: str, backfill: str, repeat: int) -> str:
+    full = best_of(repeat, simulate, trace, policy, backfill)
+    n = len(jobs)
+    cpp = full if n == len(trace) else best_of(repeat, simulate, trace, policy, backfill, 0, n)
+    py = best_of(1, simulate_py, jobs, trace.machine_procs, policy, backfill)
+    name = Path(trace.source).name.split("-")[0].split(".")[0]
+    return (
+        f"{name:<12}{policy:<8}{backfill:<14}{len(trace) / full:>14,.0f}"
+        f"{n:>10,}{n / cpp:>14,.0f}{n / py:>12,.0f}{py / cpp:>9,.0f}x"
+    )
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default_traces = os.environ.get("DDPPO_TRACES", ROOT.parent / "shared" / "traces")
+    p.add_argument("--traces", default=default_traces, help="folder of the shared traces")
+    p.add_argument("--window", type=int, default=2000, help="jobs for conservative's ratio")
+    p.add_argument("--repeat", type=int, default=3, help="C++ runs, best kept (default 3)")
+    args = p.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
+    print(
+        f"{'trace':<12}{'policy':<8}{'backfill':<14}{'C++ jobs/s':>14}"
+        f"{'same jobs':>10}{'C++ jobs/s':>14}{'Py jobs/s':>12}{'speed-up':>10}"
+    )
+    for name in TRACES:
+        trace = read_swf(Path(args.traces) / name)
+        everything = reference_jobs(trace, len(trace))
+        for policy in POLICIES:
+            for backfill in BACKFILLS:
+                jobs = everything[: args.window] if backfill == "conservative" else everything
+                print(bench_row(trace, jobs, policy, backfill, args.repeat), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,245 @@
+#include "simulator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "profile.hpp"
+
+namespace ddppo {
+
+namespace {
+constexpr double kNotStarted = std::numeric_limits<double>::quiet_NaN();
+}
+
+Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machine_procs,
+                     Policy policy, Backfill backfill)
+    : w_(w),
+      begin_(begin),
+      end_(std::min(end, w.size)),
+      machine_(machine_procs),
+      policy_(policy),
+      backfill_(backfill),
+      free_(machine_procs),
+      next_arrival_(begin) {
+  if (machine_ <= 0) throw std::invalid_argument("machine size must be positive");
+  if (begin_ > end_) throw std::invalid_argument("window start is past the end of the trace");
+  start_.assign(end_ - begin_, kNotStarted);
+  waiting_by_procs_.assign(machine_ + 1, 0);
+  if (!time_dependent(policy_)) static_score_.resize(end_ - begin_);
+  for (size_t j = begin_; j < end_; ++j) {
+    if (w_.procs[j] <= 0 || w_.procs[j] > machine_ || !(w_.runtime[j] >= 0) ||
+        !(w_.requested_time[j] >= 0))
+      throw std::invalid_argument("job " + std::to_string(w_.id[j]) +
+                                  " has procs outside 1..machine or a negative time");
+    if (j > begin_ && w_.submit[j] < w_.submit[j - 1])
+      throw std::invalid_argument("jobs are not ordered by submit time");
+    if (!time_dependent(policy_)) static_score_[j - begin_] = score(policy_, w_, j, 0);
+  }
+  now_ = begin_ < end_ ? w_.submit[begin_] : 0;
+  settle();
+}
+
+const std::vector<double>& Simulator::run() {
+  while (!done_) pick(pick_heuristic());
+  return start_;
+}
+
+void Simulator::pick(int32_t job) {
+  auto it = std::find(queue_.begin(), queue_.end(), job);
+  if (done_ || committed_ >= 0 || it == queue_.end())
+    throw std::invalid_argument("job " + std::to_string(job) + " is not waiting");
+  queue_.erase(it);
+  if (w_.procs[job] <= free_) {
+    start(job);
+  } else {
+    committed_ = job;
+    backfill_scan();
+    advance();
+  }
+  settle();
+}
+
+// Lowest score, ties by (submit, id), which is index order.
+int32_t Simulator::pick_heuristic() const {
+  if (policy_ == Policy::kFcfs) return queue_.front();
+  int32_t best = queue_.front();
+  double best_score = std::numeric_limits<double>::infinity();
+  for (int32_t j : queue_) {
+    double s = time_dependent(policy_) ? score(policy_, w_, j, now_) : static_score_[j - begin_];
+    if (s < best_score) best_score = s, best = j;
+  }
+  return best;
+}
+
+void Simulator::start(int32_t job) {
+  start_[job - begin_] = now_;
+  ++started_;
+  waiting_count_add(w_.procs[job], -1);
+  // A job of runtime 0 ends as it starts: its procs are never held (docs/simulation.md).
+  if (w_.runtime[job] == 0) return;
+  free_ -= w_.procs[job];
+  Running r{now_ + w_.requested_time[job], job};
+  running_.insert(std::upper_bound(running_.begin(), running_.end(), r), r);
+  ends_.emplace(now_ + w_.runtime[job], job);
+}
+
+// Runs the decision model until a pick is needed (waiting jobs, none committed) or every
+// job of the window has started.
+void Simulator::settle() {
+  for (;;) {
+    apply_events();
+    if (committed_ >= 0) {
+      if (w_.procs[committed_] > free_) {
+        backfill_scan();
+        advance();
+        continue;
+      }
+      start(committed_);
+      committed_ = -1;
+    }
+    if (!queue_.empty()) return;
+    if (next_arrival_ == end_) {
+      done_ = true;
+      return;
+    }
+    advance();
+  }
+}
+
+void Simulator::advance() {
+  double next = std::numeric_limits<double>::infinity();
+  if (next_arrival_ < end_) next = w_.submit[next_arrival_];
+  if (!ends_.empty()) next = std::min(next, ends_.top().first);
+  now_ = next;
+}
+
+// Every arrival and completion at or before now, before any pick or scan.
+void Simulator::apply_events() {
+  for (; next_arrival_ < end_ && w_.submit[next_arrival_] <= now_; ++next_arrival_) {
+    queue_.push_back(static_cast<int32_t>(next_arrival_));
+    waiting_count_add(w_.procs[next_arrival_], 1);
+  }
+  while (!ends_.empty() && ends_.top().first <= now_) {
+    int32_t job = ends_.top().second;
+    ends_.pop();
+    free_ += w_.procs[job];
+    Running key{start_[job - begin_] + w_.requested_time[job], job};
+    running_.erase(std::lower_bound(running_.begin(), running_.end(), key));
+  }
+}
+
+void Simulator::waiting_count_add(int32_t procs, int32_t delta) {
+  for (; procs <= machine_; procs += procs & -procs) waiting_by_procs_[procs] += delta;
+}
+
+int32_t Simulator::waiting_fitting() const {
+  int32_t count = 0;
+  for (int32_t p = free_; p > 0; p -= p & -p) count += waiting_by_procs_[p];
+  return count;
+}
+
+void Simulator::backfill_scan() {
+  if (backfill_ == Backfill::kNone || waiting_fitting() == 0) return;
+  size_t started_before = started_;
+  if (backfill_ == Backfill::kEasy)
+    easy_scan();
+  else
+    conservative_scan(scan_order());
+  if (started_ == started_before) return;
+  queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                              [this](int32_t j) { return !std::isnan(start_[j - begin_]); }),
+               queue_.end());
+}
+
+// The waiting jobs (without the committed one) in policy order at now. EASY only needs
+// those that fit now: free procs only fall during a scan.
+std::vector<int32_t> Simulator::scan_order() const {
+  std::vector<int32_t> order;
+  order.reserve(queue_.size());
+  bool fitting_only = backfill_ == Backfill::kEasy;
+  for (int32_t j : queue_)
+    if (!fitting_only || w_.procs[j] <= free_) order.push_back(j);
+  if (policy_ == Policy::kFcfs) return order;
+  std::vector<std::pair<double, int32_t>> keyed;
+  keyed.reserve(order.size());
+  for (int32_t j : order)
+    keyed.emplace_back(
+        time_dependent(policy_) ? score(policy_, w_, j, now_) : static_score_[j - begin_], j);
+  std::sort(keyed.begin(), keyed.end());
+  for (size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
+  return order;
+}
+
+// EASY (Lifka 1995): the shadow time S is when the committed job H would fit if running
+// jobs ended at their estimates; `extra` procs are free at S beyond what H needs.
+void Simulator::easy_scan() {
+  const int32_t need = w_.procs[committed_];
+  int32_t avail = free_;
+  double shadow = now_;
+  size_t k = 0;
+  while (avail < need) {
+    shadow = std::max(running_[k].estimated_end, now_);
+    avail += w_.procs[running_[k++].job];
+  }
+  for (; k < running_.size() && std::max(running_[k].estimated_end, now_) == shadow; ++k)
+    avail += w_.procs[running_[k].job];
+  int32_t extra = avail - need;
+  // J may start if it fits now and ends by the shadow time or fits in the extra procs.
+  auto admit = [&](int32_t j) {
+    if (now_ + w_.requested_time[j] <= shadow) return true;
+    if (w_.procs[j] > extra) return false;
+    extra -= w_.procs[j];
+    return true;
+  };
+  if (policy_ != Policy::kFcfs) {
+    for (int32_t j : scan_order())
+      if (w_.procs[j] <= free_ && admit(j)) start(j);
+    return;
+  }
+  // FCFS order is queue order: scan the queue itself, and stop once no job left in it can
+  // fit (`fitting` never undercounts the unvisited jobs that need at most free procs).
+  int32_t fitting = waiting_fitting();
+  for (size_t i = 0; i < queue_.size() && fitting > 0; ++i) {
+    int32_t j = queue_[i];
+    if (w_.procs[j] > free_) continue;
+    if (admit(j)) {
+      start(j);
+      fitting = waiting_fitting();
+    } else {
+      --fitting;
+    }
+  }
+}
+
+// Conservative backfilling: each job ahead in priority order holds a reservation on the
+// free-procs profile; a job starts now only if that delays none of them.
+void Simulator::conservative_scan(const std::vector<int32_t>& order) {
+  Profile profile(now_, free_);
+  for (const Running& r : running_)
+    profile.release(std::max(r.estimated_end, now_), w_.procs[r.job]);
+  auto reserve_earliest = [&](int32_t j) {
+    double at = profile.earliest(w_.procs[j], w_.requested_time[j]);
+    profile.reserve(at, w_.requested_time[j], w_.procs[j]);
+    return at;
+  };
+  reserve_earliest(committed_);
+  // Past the last job that could fit in free procs, no reservation changes what starts.
+  std::vector<int32_t> suffix_min(order.size() + 1, machine_ + 1);
+  for (size_t i = order.size(); i-- > 0;)
+    suffix_min[i] = std::min(suffix_min[i + 1], w_.procs[order[i]]);
+  for (size_t i = 0; i < order.size() && suffix_min[i] <= free_; ++i) {
+    int32_t j = order[i];
+    double at = profile.earliest(w_.procs[j], w_.requested_time[j]);
+    if (at == now_ && w_.procs[j] <= free_) {
+      start(j);
+      if (w_.runtime[j] > 0) profile.reserve(now_, w_.requested_time[j], w_.procs[j]);
+    } else {
+      profile.reserve(at, w_.requested_time[j], w_.procs[j]);
+    }
+  }
+}
+
+}  // namespace ddppo

@@ -1,0 +1,79 @@
+// Event-driven cluster simulator with the "pick and wait" decision model of RLScheduler
+// (Zhang et al., SC'20) and none/EASY/conservative backfilling; semantics in
+// docs/simulation.md. One Simulator runs one window [begin, end) of a Workload.
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <utility>
+#include <vector>
+
+#include "policy.hpp"
+#include "workload.hpp"
+
+namespace ddppo {
+
+class Simulator {
+ public:
+  Simulator(const Workload& w, size_t begin, size_t end, int32_t machine_procs, Policy policy,
+            Backfill backfill);
+
+  // Picks by the heuristic until every job of the window has started; returns start times
+  // (index i is job begin + i).
+  const std::vector<double>& run();
+
+  // The decision interface used by the RL environment: after construction and after each
+  // pick(), the simulator stands at the next decision (waiting jobs, nothing committed)
+  // or is done.
+  bool done() const { return done_; }
+  double now() const { return now_; }
+  int32_t free_procs() const { return free_; }
+  const std::vector<int32_t>& waiting() const { return queue_; }
+  void pick(int32_t job);
+  const std::vector<double>& start_times() const { return start_; }
+
+ private:
+  struct Running {
+    double estimated_end;  // start + requested_time: the EASY/conservative estimate
+    int32_t job;
+    bool operator<(const Running& o) const {
+      return estimated_end < o.estimated_end || (estimated_end == o.estimated_end && job < o.job);
+    }
+  };
+  using Completion = std::pair<double, int32_t>;  // (end, job), min-heap
+
+  int32_t pick_heuristic() const;
+  void start(int32_t job);
+  void advance();
+  void apply_events();
+  void settle();
+  void backfill_scan();
+  void easy_scan();
+  void conservative_scan(const std::vector<int32_t>& order);
+  std::vector<int32_t> scan_order() const;
+  void waiting_count_add(int32_t procs, int32_t delta);
+  int32_t waiting_fitting() const;
+
+  Workload w_;
+  size_t begin_, end_;
+  int32_t machine_;
+  Policy policy_;
+  Backfill backfill_;
+
+  double now_;
+  int32_t free_;
+  size_t next_arrival_;
+  int32_t committed_ = -1;
+  bool done_ = false;
+  size_t started_ = 0;
+  std::vector<int32_t> queue_;    // waiting jobs in (submit, id) order, without the committed one
+  std::vector<Running> running_;  // sorted by estimated end
+  std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends_;
+  std::vector<double> start_;
+  std::vector<double> static_score_;  // per job, for policies that do not depend on time
+  // Fenwick tree over procs of the number of waiting jobs (committed one included): a scan
+  // can start nothing unless some waiting job needs at most the free procs.
+  std::vector<int32_t> waiting_by_procs_;
+};
+
+}  // namespace ddppo

@@ -1,0 +1,79 @@
+"""The real logs of ../shared/traces parse with the documented job and drop counts."""
+
+import pytest
+from conftest import traces_dir
+from reference_sim import Job, metrics, simulate
+from simhelpers import trace_of
+
+from ddppo_hpc.data import read_swf
+from ddppo_hpc.sim import BACKFILLS, POLICIES
+from ddppo_hpc.sim import simulate as simulate_cpp
+
+# file: (job lines, machine procs, kept jobs, drops by reason)
+EXPECTED = {
+    "lublin_256.swf.gz": (10_000, 256, 10_000, (0, 0, 0)),
+    "KTH-SP2-1996-2.1-cln.swf.gz": (28_476, 100, 28_475, (0, 1, 0)),
+    "LANL-CM5-1994-4.1-cln.swf.gz": (122_060, 1024, 122_057, (0, 3, 0)),
+    "HPC2N-2002-excerpt-3170.swf.gz": (3_170, 240, 3_145, (25, 0, 0)),
+}
+
+
+def load(name):
+    path = traces_dir() / name
+    if not path.exists():
+        pytest.skip(f"{path} is not here (set DDPPO_TRACES)")
+    return read_swf(path)
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_trace_parses_with_documented_counts(name):
+    lines, machine, kept, drops = EXPECTED[name]
+    trace = load(name)
+    assert len(trace) + sum(trace.dropped.values()) == lines
+    assert trace.machine_procs == machine
+    assert len(trace) == kept
+    assert tuple(trace.dropped.values()) == drops
+    assert (trace.procs >= 1).all() and (trace.procs <= machine).all()
+    assert (trace.requested_time >= 0).all()
+
+
+@pytest.mark.parametrize("backfill", BACKFILLS)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_cpp_equals_reference_on_a_real_window(policy, backfill):
+    """300 jobs of HPC2N: real sizes, real estimates, ids with gaps."""
+    trace = load("HPC2N-2002-excerpt-3170.swf.gz")
+    begin, end = 1000, 1300
+    jobs = [
+        Job(
+            int(trace.id[i]),
+            float(trace.submit[i]),
+            float(trace.runtime[i]),
+            int(trace.procs[i]),
+            float(trace.requested_time[i]),
+            int(trace.user[i]),
+        )
+        for i in range(begin, end)
+    ]
+    result = simulate_cpp(trace, policy, backfill, start=begin, jobs=end - begin)
+    expected = simulate(jobs, trace.machine_procs, policy, backfill)
+    assert dict(zip(trace.id[begin:end].tolist(), result.start_time.tolist())) == expected
+    ref = metrics(jobs, expected, trace.machine_procs)
+    assert all(result.metrics[k] == v for k, v in ref.items())
+
+
+def test_window_clock_starts_at_first_job_and_is_independent_of_earlier_jobs():
+    trace = load("lublin_256.swf.gz")
+    jobs = [
+        Job(
+            int(trace.id[i]),
+            float(trace.submit[i]),
+            float(trace.runtime[i]),
+            int(trace.procs[i]),
+            float(trace.requested_time[i]),
+        )
+        for i in range(500, 600)
+    ]
+    window = simulate_cpp(trace, "sjf", "easy", start=500, jobs=100)
+    alone = simulate_cpp(trace_of(jobs, 256), "sjf", "easy")
+    assert window.start_time.tolist() == alone.start_time.tolist()
+    assert window.start_time.min() >= trace.submit[500]
