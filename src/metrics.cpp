@@ -1,9 +1,22 @@
 #include "metrics.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 namespace ddppo {
+
+namespace {
+
+// Python's x ** 2 calls the C library's pow(), which can differ from x * x in the last bit
+// (glibc: pow(64.8892857142857, 2) is one ulp below); GCC would fold pow(x, 2.0) into
+// x * x, so the exponent is hidden from it.
+double python_square(double x) {
+  volatile double two = 2.0;
+  return std::pow(x, two);
+}
+
+}  // namespace
 
 Metrics compute_metrics(const Workload& w, size_t begin, const std::vector<double>& start,
                         int32_t machine_procs) {
@@ -45,7 +58,7 @@ Metrics compute_metrics(const Workload& w, size_t begin, const std::vector<doubl
     sum_x += m.user_avg_bsld[u];
     sum_x2 += m.user_avg_bsld[u] * m.user_avg_bsld[u];
   }
-  m.jain_user_bsld = sum_x * sum_x / (m.users.size() * sum_x2);
+  m.jain_user_bsld = python_square(sum_x) / (m.users.size() * sum_x2);
   return m;
 }
 

@@ -4,6 +4,19 @@
 
 namespace ddppo {
 
+void Profile::reset(double now, int32_t free) {
+  times_.assign(1, now);
+  vals_.assign(1, free);
+}
+
+bool Profile::fits_now(int32_t procs, double duration) const {
+  double until = times_[0] + duration;
+  if (vals_[0] < procs) return false;
+  for (size_t k = 1; k < times_.size() && times_[k] < until; ++k)
+    if (vals_[k] < procs) return false;
+  return true;
+}
+
 void Profile::release(double at, int32_t procs) {
   if (at == times_.back()) {
     vals_.back() += procs;

@@ -10,13 +10,16 @@ namespace ddppo {
 
 class Profile {
  public:
-  Profile(double now, int32_t free) : times_{now}, vals_{free} {}
+  // An empty profile: `free` procs from `now` on.
+  void reset(double now, int32_t free);
 
   // A running job's procs come back at `at` (called in non-decreasing order of `at`).
   void release(double at, int32_t procs);
   // The earliest segment start at which `procs` are free at that instant and over all of
   // [start, start + duration).
   double earliest(int32_t procs, double duration) const;
+  // Whether `procs` are free at the profile's start and over [start, start + duration).
+  bool fits_now(int32_t procs, double duration) const;
   // Takes `procs` over [at, at + duration).
   void reserve(double at, double duration, int32_t procs);
 

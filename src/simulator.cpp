@@ -28,6 +28,7 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   if (begin_ > end_) throw std::invalid_argument("window start is past the end of the trace");
   start_.assign(end_ - begin_, kNotStarted);
   waiting_by_procs_.assign(machine_ + 1, 0);
+  if (backfill_ == Backfill::kConservative) is_hopeful_.assign(end_ - begin_, 0);
   if (!time_dependent(policy_)) static_score_.resize(end_ - begin_);
   for (size_t j = begin_; j < end_; ++j) {
     if (w_.procs[j] <= 0 || w_.procs[j] > machine_ || !(w_.runtime[j] >= 0) ||
@@ -67,10 +68,8 @@ int32_t Simulator::pick_heuristic() const {
   if (policy_ == Policy::kFcfs) return queue_.front();
   int32_t best = queue_.front();
   double best_score = std::numeric_limits<double>::infinity();
-  for (int32_t j : queue_) {
-    double s = time_dependent(policy_) ? score(policy_, w_, j, now_) : static_score_[j - begin_];
-    if (s < best_score) best_score = s, best = j;
-  }
+  for (int32_t j : queue_)
+    if (double s = priority(j); s < best_score) best_score = s, best = j;
   return best;
 }
 
@@ -147,30 +146,26 @@ void Simulator::backfill_scan() {
   if (backfill_ == Backfill::kEasy)
     easy_scan();
   else
-    conservative_scan(scan_order());
+    conservative_scan();
   if (started_ == started_before) return;
   queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
                               [this](int32_t j) { return !std::isnan(start_[j - begin_]); }),
                queue_.end());
 }
 
-// The waiting jobs (without the committed one) in policy order at now. EASY only needs
-// those that fit now: free procs only fall during a scan.
-std::vector<int32_t> Simulator::scan_order() const {
-  std::vector<int32_t> order;
-  order.reserve(queue_.size());
-  bool fitting_only = backfill_ == Backfill::kEasy;
-  for (int32_t j : queue_)
-    if (!fitting_only || w_.procs[j] <= free_) order.push_back(j);
-  if (policy_ == Policy::kFcfs) return order;
+// The policy's sort key at now; ties go by (submit, id), which is index order.
+double Simulator::priority(int32_t job) const {
+  return time_dependent(policy_) ? score(policy_, w_, job, now_) : static_score_[job - begin_];
+}
+
+// Waiting jobs (given in queue order) into policy order at now.
+void Simulator::sort_by_policy(std::vector<int32_t>& jobs) const {
+  if (policy_ == Policy::kFcfs) return;  // queue order already
   std::vector<std::pair<double, int32_t>> keyed;
-  keyed.reserve(order.size());
-  for (int32_t j : order)
-    keyed.emplace_back(
-        time_dependent(policy_) ? score(policy_, w_, j, now_) : static_score_[j - begin_], j);
+  keyed.reserve(jobs.size());
+  for (int32_t j : jobs) keyed.emplace_back(priority(j), j);
   std::sort(keyed.begin(), keyed.end());
-  for (size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
-  return order;
+  for (size_t i = 0; i < keyed.size(); ++i) jobs[i] = keyed[i].second;
 }
 
 // EASY (Lifka 1995): the shadow time S is when the committed job H would fit if running
@@ -195,7 +190,12 @@ void Simulator::easy_scan() {
     return true;
   };
   if (policy_ != Policy::kFcfs) {
-    for (int32_t j : scan_order())
+    // Free procs only fall during a scan: only the jobs that fit now matter.
+    std::vector<int32_t> order;
+    for (int32_t j : queue_)
+      if (w_.procs[j] <= free_) order.push_back(j);
+    sort_by_policy(order);
+    for (int32_t j : order)
       if (w_.procs[j] <= free_ && admit(j)) start(j);
     return;
   }
@@ -216,30 +216,57 @@ void Simulator::easy_scan() {
 
 // Conservative backfilling: each job ahead in priority order holds a reservation on the
 // free-procs profile; a job starts now only if that delays none of them.
-void Simulator::conservative_scan(const std::vector<int32_t>& order) {
-  Profile profile(now_, free_);
+void Simulator::conservative_scan() {
+  profile_.reset(now_, free_);
   for (const Running& r : running_)
-    profile.release(std::max(r.estimated_end, now_), w_.procs[r.job]);
-  auto reserve_earliest = [&](int32_t j) {
-    double at = profile.earliest(w_.procs[j], w_.requested_time[j]);
-    profile.reserve(at, w_.requested_time[j], w_.procs[j]);
-    return at;
-  };
-  reserve_earliest(committed_);
-  // Past the last job that could fit in free procs, no reservation changes what starts.
-  std::vector<int32_t> suffix_min(order.size() + 1, machine_ + 1);
-  for (size_t i = order.size(); i-- > 0;)
-    suffix_min[i] = std::min(suffix_min[i + 1], w_.procs[order[i]]);
-  for (size_t i = 0; i < order.size() && suffix_min[i] <= free_; ++i) {
+    profile_.release(std::max(r.estimated_end, now_), w_.procs[r.job]);
+  const int32_t head = committed_;
+  profile_.reserve(profile_.earliest(w_.procs[head], w_.requested_time[head]),
+                   w_.requested_time[head], w_.procs[head]);
+  // Reservations only take procs away, so a job that cannot start now beside the
+  // reservations made so far never starts in this scan: the "hopeful" jobs are those that
+  // still might, and past the last of them in policy order nothing else can start.
+  std::vector<int32_t> hopeful;
+  for (int32_t j : queue_)
+    if (can_start_now(j)) hopeful.push_back(j);
+  if (hopeful.empty()) return;
+  std::vector<int32_t> order = ahead_of_last(hopeful);
+  std::vector<size_t> positions;  // of the hopeful jobs in `order`
+  for (int32_t j : hopeful) is_hopeful_[j - begin_] = 1;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (is_hopeful_[order[i] - begin_]) positions.push_back(i);
+  for (int32_t j : hopeful) is_hopeful_[j - begin_] = 0;
+  for (size_t i = 0; i < order.size() && !positions.empty(); ++i) {
     int32_t j = order[i];
-    double at = profile.earliest(w_.procs[j], w_.requested_time[j]);
+    double at = profile_.earliest(w_.procs[j], w_.requested_time[j]);
     if (at == now_ && w_.procs[j] <= free_) {
       start(j);
-      if (w_.runtime[j] > 0) profile.reserve(now_, w_.requested_time[j], w_.procs[j]);
+      if (w_.runtime[j] > 0) profile_.reserve(now_, w_.requested_time[j], w_.procs[j]);
     } else {
-      profile.reserve(at, w_.requested_time[j], w_.procs[j]);
+      profile_.reserve(at, w_.requested_time[j], w_.procs[j]);
     }
+    while (!positions.empty() && (positions.back() <= i || !can_start_now(order[positions.back()])))
+      positions.pop_back();
   }
+}
+
+// The waiting jobs in policy order, up to the last of `jobs` (a subset, in queue order).
+std::vector<int32_t> Simulator::ahead_of_last(const std::vector<int32_t>& jobs) const {
+  if (policy_ == Policy::kFcfs)
+    return {queue_.begin(), std::upper_bound(queue_.begin(), queue_.end(), jobs.back())};
+  std::pair<double, int32_t> last{-std::numeric_limits<double>::infinity(), -1};
+  for (int32_t j : jobs) last = std::max(last, {priority(j), j});
+  std::vector<std::pair<double, int32_t>> keyed;
+  for (int32_t j : queue_)
+    if (std::pair<double, int32_t> key{priority(j), j}; key <= last) keyed.push_back(key);
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<int32_t> order(keyed.size());
+  for (size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
+  return order;
+}
+
+bool Simulator::can_start_now(int32_t job) const {
+  return w_.procs[job] <= free_ && profile_.fits_now(w_.procs[job], w_.requested_time[job]);
 }
 
 }  // namespace ddppo

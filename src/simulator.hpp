@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "policy.hpp"
+#include "profile.hpp"
 #include "workload.hpp"
 
 namespace ddppo {
@@ -49,10 +50,13 @@ class Simulator {
   void settle();
   void backfill_scan();
   void easy_scan();
-  void conservative_scan(const std::vector<int32_t>& order);
-  std::vector<int32_t> scan_order() const;
+  void conservative_scan();
+  double priority(int32_t job) const;
+  void sort_by_policy(std::vector<int32_t>& jobs) const;
+  std::vector<int32_t> ahead_of_last(const std::vector<int32_t>& jobs) const;
   void waiting_count_add(int32_t procs, int32_t delta);
   int32_t waiting_fitting() const;
+  bool can_start_now(int32_t job) const;
 
   Workload w_;
   size_t begin_, end_;
@@ -74,6 +78,8 @@ class Simulator {
   // Fenwick tree over procs of the number of waiting jobs (committed one included): a scan
   // can start nothing unless some waiting job needs at most the free procs.
   std::vector<int32_t> waiting_by_procs_;
+  std::vector<char> is_hopeful_;  // per job, conservative_scan's scratch
+  Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
 };
 
 }  // namespace ddppo
