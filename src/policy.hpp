@@ -14,15 +14,22 @@ enum class Backfill { kNone, kEasy, kConservative };
 Policy parse_policy(const std::string& name);
 Backfill parse_backfill(const std::string& name);
 
-// Whether the score depends on the decision time (then the order must be rebuilt per scan).
-inline bool time_dependent(Policy p) { return p == Policy::kWfp3 || p == Policy::kUnicep; }
+// In every score, requested time and submit time below 1 are taken as 0.1 (RLScheduler,
+// SC'20): a job with runtime 0 and no request has r = 0.
+inline double at_least_tenth(double x) { return x < 1 ? 0.1 : x; }
 
-// The score of job j at time t. r and s below 1 are taken as 0.1 (RLScheduler, SC'20);
-// WFP3 and UNICEP use the real wait, not RLScheduler's negative one. pow(x, 3.0) and the
-// order of operations match Python's float arithmetic, so the reference agrees bit for bit.
+// UNICEP's divisor log2(n) * r, with log2(1) taken as 1e-15.
+inline double unicep_divisor(const Workload& w, size_t j) {
+  double log_n = w.procs[j] == 1 ? 1e-15 : std::log2(static_cast<double>(w.procs[j]));
+  return log_n * at_least_tenth(w.requested_time[j]);
+}
+
+// The score of job j at time t. WFP3 and UNICEP use the real wait, not RLScheduler's
+// negative one. pow(x, 3.0) and the order of operations match Python's float arithmetic,
+// so the reference agrees bit for bit.
 inline double score(Policy p, const Workload& w, size_t j, double t) {
-  double r = w.requested_time[j] < 1 ? 0.1 : w.requested_time[j];
-  double s = w.submit[j] < 1 ? 0.1 : w.submit[j];
+  double r = at_least_tenth(w.requested_time[j]);
+  double s = at_least_tenth(w.submit[j]);
   double n = w.procs[j];
   double wait = t - w.submit[j];
   switch (p) {
@@ -32,10 +39,8 @@ inline double score(Policy p, const Workload& w, size_t j, double t) {
       return r;
     case Policy::kWfp3:
       return -std::pow(wait / r, 3.0) * n;
-    case Policy::kUnicep: {
-      double log_n = w.procs[j] == 1 ? 1e-15 : std::log2(n);
-      return -wait / (log_n * r);
-    }
+    case Policy::kUnicep:
+      return -wait / unicep_divisor(w, j);
     case Policy::kF1:
       return std::log10(r) * n + 870 * std::log10(s);
   }

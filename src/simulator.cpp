@@ -29,7 +29,7 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   start_.assign(end_ - begin_, kNotStarted);
   waiting_by_procs_.assign(machine_ + 1, 0);
   if (backfill_ == Backfill::kConservative) is_hopeful_.assign(end_ - begin_, 0);
-  if (!time_dependent(policy_)) static_score_.resize(end_ - begin_);
+  cached_.resize(end_ - begin_);
   for (size_t j = begin_; j < end_; ++j) {
     if (w_.procs[j] <= 0 || w_.procs[j] > machine_ || !(w_.runtime[j] >= 0) ||
         !(w_.requested_time[j] >= 0))
@@ -37,7 +37,9 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
                                   " has procs outside 1..machine or a negative time");
     if (j > begin_ && w_.submit[j] < w_.submit[j - 1])
       throw std::invalid_argument("jobs are not ordered by submit time");
-    if (!time_dependent(policy_)) static_score_[j - begin_] = score(policy_, w_, j, 0);
+    cached_[j - begin_] = policy_ == Policy::kUnicep ? unicep_divisor(w_, j)
+                          : policy_ == Policy::kWfp3 ? 0
+                                                     : score(policy_, w_, j, 0);
   }
   now_ = begin_ < end_ ? w_.submit[begin_] : 0;
   settle();
@@ -66,6 +68,7 @@ void Simulator::pick(int32_t job) {
 // Lowest score, ties by (submit, id), which is index order.
 int32_t Simulator::pick_heuristic() const {
   if (policy_ == Policy::kFcfs) return queue_.front();
+  if (policy_ == Policy::kWfp3) return pick_wfp3();
   int32_t best = queue_.front();
   double best_score = std::numeric_limits<double>::infinity();
   for (int32_t j : queue_)
@@ -155,7 +158,33 @@ void Simulator::backfill_scan() {
 
 // The policy's sort key at now; ties go by (submit, id), which is index order.
 double Simulator::priority(int32_t job) const {
-  return time_dependent(policy_) ? score(policy_, w_, job, now_) : static_score_[job - begin_];
+  switch (policy_) {
+    case Policy::kWfp3:
+      return score(policy_, w_, job, now_);
+    case Policy::kUnicep:  // the score with its divisor computed once
+      return -(now_ - w_.submit[job]) / cached_[job - begin_];
+    default:
+      return cached_[job - begin_];
+  }
+}
+
+// WFP3's score is -pow(w/r, 3) * n, and pow() is slow: (w/r)^3 * n multiplied out is
+// within 1e-15 of pow(w/r, 3) * n, so picks and sorts rank by it and settle near-ties,
+// within 1e-9, with the exact score.
+double Simulator::wfp3_product(int32_t job) const {
+  double q = (now_ - w_.submit[job]) / at_least_tenth(w_.requested_time[job]);
+  return q * q * q * w_.procs[job];
+}
+
+int32_t Simulator::pick_wfp3() const {
+  double most = 0;
+  for (int32_t j : queue_) most = std::max(most, wfp3_product(j));
+  int32_t best = queue_.front();
+  double best_score = std::numeric_limits<double>::infinity();
+  for (int32_t j : queue_)
+    if (wfp3_product(j) >= most * (1 - 1e-9))
+      if (double s = priority(j); s < best_score) best_score = s, best = j;
+  return best;
 }
 
 // Waiting jobs (given in queue order) into policy order at now.
@@ -163,8 +192,22 @@ void Simulator::sort_by_policy(std::vector<int32_t>& jobs) const {
   if (policy_ == Policy::kFcfs) return;  // queue order already
   std::vector<std::pair<double, int32_t>> keyed;
   keyed.reserve(jobs.size());
-  for (int32_t j : jobs) keyed.emplace_back(priority(j), j);
+  for (int32_t j : jobs)
+    keyed.emplace_back(policy_ == Policy::kWfp3 ? -wfp3_product(j) : priority(j), j);
   std::sort(keyed.begin(), keyed.end());
+  if (policy_ == Policy::kWfp3) {
+    // The products are within 1e-15 of the scores: only runs of keys closer than 1e-9 can
+    // be out of order, and they are sorted again by the exact score.
+    auto close = [](double x, double y) {
+      return std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
+    };
+    for (size_t first = 0, last = 1; first < keyed.size(); first = last++) {
+      while (last < keyed.size() && close(keyed[last - 1].first, keyed[last].first)) ++last;
+      if (last - first == 1) continue;
+      for (size_t k = first; k < last; ++k) keyed[k].first = priority(keyed[k].second);
+      std::sort(keyed.begin() + first, keyed.begin() + last);
+    }
+  }
   for (size_t i = 0; i < keyed.size(); ++i) jobs[i] = keyed[i].second;
 }
 
@@ -221,8 +264,7 @@ void Simulator::conservative_scan() {
   for (const Running& r : running_)
     profile_.release(std::max(r.estimated_end, now_), w_.procs[r.job]);
   const int32_t head = committed_;
-  profile_.reserve(profile_.earliest(w_.procs[head], w_.requested_time[head]),
-                   w_.requested_time[head], w_.procs[head]);
+  profile_.reserve_earliest(w_.procs[head], w_.requested_time[head]);
   // Reservations only take procs away, so a job that cannot start now beside the
   // reservations made so far never starts in this scan: the "hopeful" jobs are those that
   // still might, and past the last of them in policy order nothing else can start.
@@ -230,39 +272,39 @@ void Simulator::conservative_scan() {
   for (int32_t j : queue_)
     if (can_start_now(j)) hopeful.push_back(j);
   if (hopeful.empty()) return;
-  std::vector<int32_t> order = ahead_of_last(hopeful);
+  std::vector<int32_t> order = queue_;
+  sort_by_policy(order);
   std::vector<size_t> positions;  // of the hopeful jobs in `order`
   for (int32_t j : hopeful) is_hopeful_[j - begin_] = 1;
   for (size_t i = 0; i < order.size(); ++i)
     if (is_hopeful_[order[i] - begin_]) positions.push_back(i);
   for (int32_t j : hopeful) is_hopeful_[j - begin_] = 0;
+  // `touched`: the earliest time the profile or the free procs changed since the last job of
+  // `positions` was found still able to start; later changes leave it able to.
+  double touched = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < order.size() && !positions.empty(); ++i) {
     int32_t j = order[i];
-    double at = profile_.earliest(w_.procs[j], w_.requested_time[j]);
-    if (at == now_ && w_.procs[j] <= free_) {
+    if (can_start_now(j)) {
       start(j);
       if (w_.runtime[j] > 0) profile_.reserve(now_, w_.requested_time[j], w_.procs[j]);
+      touched = now_;
     } else {
-      profile_.reserve(at, w_.requested_time[j], w_.procs[j]);
+      double at = profile_.reserve_earliest(w_.procs[j], w_.requested_time[j]);
+      if (w_.requested_time[j] > 0) touched = std::min(touched, at);
     }
-    while (!positions.empty() && (positions.back() <= i || !can_start_now(order[positions.back()])))
+    while (!positions.empty()) {
+      int32_t last = order[positions.back()];
+      if (positions.back() > i) {
+        if (touched > now_ && touched >= now_ + w_.requested_time[last]) break;
+        if (can_start_now(last)) {
+          touched = std::numeric_limits<double>::infinity();
+          break;
+        }
+      }
       positions.pop_back();
+      touched = now_;  // the new last job has not been checked against what changed
+    }
   }
-}
-
-// The waiting jobs in policy order, up to the last of `jobs` (a subset, in queue order).
-std::vector<int32_t> Simulator::ahead_of_last(const std::vector<int32_t>& jobs) const {
-  if (policy_ == Policy::kFcfs)
-    return {queue_.begin(), std::upper_bound(queue_.begin(), queue_.end(), jobs.back())};
-  std::pair<double, int32_t> last{-std::numeric_limits<double>::infinity(), -1};
-  for (int32_t j : jobs) last = std::max(last, {priority(j), j});
-  std::vector<std::pair<double, int32_t>> keyed;
-  for (int32_t j : queue_)
-    if (std::pair<double, int32_t> key{priority(j), j}; key <= last) keyed.push_back(key);
-  std::sort(keyed.begin(), keyed.end());
-  std::vector<int32_t> order(keyed.size());
-  for (size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
-  return order;
 }
 
 bool Simulator::can_start_now(int32_t job) const {

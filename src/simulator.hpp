@@ -44,6 +44,8 @@ class Simulator {
   using Completion = std::pair<double, int32_t>;  // (end, job), min-heap
 
   int32_t pick_heuristic() const;
+  int32_t pick_wfp3() const;
+  double wfp3_product(int32_t job) const;
   void start(int32_t job);
   void advance();
   void apply_events();
@@ -53,7 +55,6 @@ class Simulator {
   void conservative_scan();
   double priority(int32_t job) const;
   void sort_by_policy(std::vector<int32_t>& jobs) const;
-  std::vector<int32_t> ahead_of_last(const std::vector<int32_t>& jobs) const;
   void waiting_count_add(int32_t procs, int32_t delta);
   int32_t waiting_fitting() const;
   bool can_start_now(int32_t job) const;
@@ -74,7 +75,8 @@ class Simulator {
   std::vector<Running> running_;  // sorted by estimated end
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends_;
   std::vector<double> start_;
-  std::vector<double> static_score_;  // per job, for policies that do not depend on time
+  // Per job: the score of policies that do not depend on time, UNICEP's divisor.
+  std::vector<double> cached_;
   // Fenwick tree over procs of the number of waiting jobs (committed one included): a scan
   // can start nothing unless some waiting job needs at most the free procs.
   std::vector<int32_t> waiting_by_procs_;
