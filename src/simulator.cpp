@@ -28,7 +28,6 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   if (begin_ > end_) throw std::invalid_argument("window start is past the end of the trace");
   start_.assign(end_ - begin_, kNotStarted);
   waiting_by_procs_.assign(machine_ + 1, 0);
-  if (backfill_ == Backfill::kConservative) is_hopeful_.assign(end_ - begin_, 0);
   cached_.resize(end_ - begin_);
   for (size_t j = begin_; j < end_; ++j) {
     if (w_.procs[j] <= 0 || w_.procs[j] > machine_ || !(w_.runtime[j] >= 0) ||
@@ -38,8 +37,9 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
     if (j > begin_ && w_.submit[j] < w_.submit[j - 1])
       throw std::invalid_argument("jobs are not ordered by submit time");
     cached_[j - begin_] = policy_ == Policy::kUnicep ? unicep_divisor(w_, j)
-                          : policy_ == Policy::kWfp3 ? 0
-                                                     : score(policy_, w_, j, 0);
+                          : policy_ == Policy::kWfp3
+                              ? w_.procs[j] / std::pow(at_least_tenth(w_.requested_time[j]), 3.0)
+                              : score(policy_, w_, j, 0);
   }
   now_ = begin_ < end_ ? w_.submit[begin_] : 0;
   settle();
@@ -168,12 +168,28 @@ double Simulator::priority(int32_t job) const {
   }
 }
 
-// WFP3's score is -pow(w/r, 3) * n, and pow() is slow: (w/r)^3 * n multiplied out is
-// within 1e-15 of pow(w/r, 3) * n, so picks and sorts rank by it and settle near-ties,
-// within 1e-9, with the exact score.
+// WFP3's score is -pow(w/r, 3) * n, and pow() is slow. Ranks use w^3 * (n / r^3) with
+// n / r^3 computed once, which is within 1e-14 of the score's magnitude: only keys closer
+// than 1e-9 can be out of order, and those are settled with the exact score.
 double Simulator::wfp3_product(int32_t job) const {
-  double q = (now_ - w_.submit[job]) / at_least_tenth(w_.requested_time[job]);
-  return q * q * q * w_.procs[job];
+  double wait = now_ - w_.submit[job];
+  return wait * wait * wait * cached_[job - begin_];
+}
+
+bool Simulator::close_keys(double x, double y) const {
+  return policy_ == Policy::kWfp3 &&
+         std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
+}
+
+// Orders a run of close WFP3 keys by the exact score.
+void Simulator::settle(std::vector<Keyed>::iterator first,
+                       std::vector<Keyed>::iterator last) const {
+  for (auto it = first; it != last; ++it) it->first = priority(it->second);
+  std::sort(first, last);
+}
+
+Simulator::Keyed Simulator::keyed(int32_t job) const {
+  return {policy_ == Policy::kWfp3 ? -wfp3_product(job) : priority(job), job};
 }
 
 int32_t Simulator::pick_wfp3() const {
@@ -182,7 +198,7 @@ int32_t Simulator::pick_wfp3() const {
   int32_t best = queue_.front();
   double best_score = std::numeric_limits<double>::infinity();
   for (int32_t j : queue_)
-    if (wfp3_product(j) >= most * (1 - 1e-9))
+    if (close_keys(wfp3_product(j), most) || wfp3_product(j) >= most)
       if (double s = priority(j); s < best_score) best_score = s, best = j;
   return best;
 }
@@ -190,25 +206,48 @@ int32_t Simulator::pick_wfp3() const {
 // Waiting jobs (given in queue order) into policy order at now.
 void Simulator::sort_by_policy(std::vector<int32_t>& jobs) const {
   if (policy_ == Policy::kFcfs) return;  // queue order already
-  std::vector<std::pair<double, int32_t>> keyed;
-  keyed.reserve(jobs.size());
-  for (int32_t j : jobs)
-    keyed.emplace_back(policy_ == Policy::kWfp3 ? -wfp3_product(j) : priority(j), j);
-  std::sort(keyed.begin(), keyed.end());
-  if (policy_ == Policy::kWfp3) {
-    // The products are within 1e-15 of the scores: only runs of keys closer than 1e-9 can
-    // be out of order, and they are sorted again by the exact score.
-    auto close = [](double x, double y) {
-      return std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
-    };
-    for (size_t first = 0, last = 1; first < keyed.size(); first = last++) {
-      while (last < keyed.size() && close(keyed[last - 1].first, keyed[last].first)) ++last;
-      if (last - first == 1) continue;
-      for (size_t k = first; k < last; ++k) keyed[k].first = priority(keyed[k].second);
-      std::sort(keyed.begin() + first, keyed.begin() + last);
-    }
+  std::vector<Keyed> keys;
+  keys.reserve(jobs.size());
+  for (int32_t j : jobs) keys.push_back(keyed(j));
+  std::sort(keys.begin(), keys.end());
+  for (auto first = keys.begin(); first != keys.end();) {
+    auto last = first + 1;
+    while (last != keys.end() && close_keys(last[-1].first, last->first)) ++last;
+    if (last - first > 1) settle(first, last);
+    first = last;
   }
-  for (size_t i = 0; i < keyed.size(); ++i) jobs[i] = keyed[i].second;
+  for (size_t i = 0; i < keys.size(); ++i) jobs[i] = keys[i].second;
+}
+
+// Starts producing the waiting jobs in policy order at now. The order is made lazily from
+// a heap: a conservative scan usually stops long before the last job.
+void Simulator::rank_queue() {
+  ranked_.clear();
+  next_ranked_ = 0;
+  heap_.clear();
+  if (policy_ == Policy::kFcfs) {  // queue order
+    for (int32_t j : queue_) ranked_.emplace_back(0, j);
+    return;
+  }
+  for (int32_t j : queue_) heap_.push_back(keyed(j));
+  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+}
+
+// The next job in policy order, false after the last; close keys are taken as one run.
+bool Simulator::next_ranked(int32_t& job) {
+  if (next_ranked_ == ranked_.size()) {
+    if (heap_.empty()) return false;
+    ranked_.clear();
+    next_ranked_ = 0;
+    do {
+      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+      ranked_.push_back(heap_.back());
+      heap_.pop_back();
+    } while (!heap_.empty() && close_keys(ranked_.back().first, heap_.front().first));
+    if (ranked_.size() > 1) settle(ranked_.begin(), ranked_.end());
+  }
+  job = ranked_[next_ranked_++].second;
+  return true;
 }
 
 // EASY (Lifka 1995): the shadow time S is when the committed job H would fit if running
@@ -272,19 +311,15 @@ void Simulator::conservative_scan() {
   for (int32_t j : queue_)
     if (can_start_now(j)) hopeful.push_back(j);
   if (hopeful.empty()) return;
-  std::vector<int32_t> order = queue_;
-  sort_by_policy(order);
-  std::vector<size_t> positions;  // of the hopeful jobs in `order`
-  for (int32_t j : hopeful) is_hopeful_[j - begin_] = 1;
-  for (size_t i = 0; i < order.size(); ++i)
-    if (is_hopeful_[order[i] - begin_]) positions.push_back(i);
-  for (int32_t j : hopeful) is_hopeful_[j - begin_] = 0;
-  // `touched`: the earliest time the profile or the free procs changed since the last job of
-  // `positions` was found still able to start; later changes leave it able to.
+  sort_by_policy(hopeful);
+  rank_queue();
+  // hopeful[next] is the next hopeful job in policy order. `touched`: the earliest time the
+  // profile or the free procs changed since the last hopeful job was found still able to
+  // start; later changes leave it able to.
+  size_t next = 0;
   double touched = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < order.size() && !positions.empty(); ++i) {
-    int32_t j = order[i];
-    if (can_start_now(j)) {
+  for (int32_t j; next < hopeful.size() && next_ranked(j);) {
+    if (j == hopeful[next] && (++next, can_start_now(j))) {
       start(j);
       if (w_.runtime[j] > 0) profile_.reserve(now_, w_.requested_time[j], w_.procs[j]);
       touched = now_;
@@ -292,16 +327,14 @@ void Simulator::conservative_scan() {
       double at = profile_.reserve_earliest(w_.procs[j], w_.requested_time[j]);
       if (w_.requested_time[j] > 0) touched = std::min(touched, at);
     }
-    while (!positions.empty()) {
-      int32_t last = order[positions.back()];
-      if (positions.back() > i) {
-        if (touched > now_ && touched >= now_ + w_.requested_time[last]) break;
-        if (can_start_now(last)) {
-          touched = std::numeric_limits<double>::infinity();
-          break;
-        }
+    while (next < hopeful.size()) {
+      int32_t last = hopeful.back();
+      if (touched > now_ && touched >= now_ + w_.requested_time[last]) break;
+      if (can_start_now(last)) {
+        touched = std::numeric_limits<double>::infinity();
+        break;
       }
-      positions.pop_back();
+      hopeful.pop_back();
       touched = now_;  // the new last job has not been checked against what changed
     }
   }

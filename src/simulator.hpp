@@ -54,7 +54,13 @@ class Simulator {
   void easy_scan();
   void conservative_scan();
   double priority(int32_t job) const;
+  using Keyed = std::pair<double, int32_t>;  // (rank key, job)
+  Keyed keyed(int32_t job) const;
+  bool close_keys(double x, double y) const;
+  void settle(std::vector<Keyed>::iterator first, std::vector<Keyed>::iterator last) const;
   void sort_by_policy(std::vector<int32_t>& jobs) const;
+  void rank_queue();
+  bool next_ranked(int32_t& job);
   void waiting_count_add(int32_t procs, int32_t delta);
   int32_t waiting_fitting() const;
   bool can_start_now(int32_t job) const;
@@ -75,12 +81,15 @@ class Simulator {
   std::vector<Running> running_;  // sorted by estimated end
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends_;
   std::vector<double> start_;
-  // Per job: the score of policies that do not depend on time, UNICEP's divisor.
+  // Per job: the score of policies that do not depend on time, UNICEP's divisor, WFP3's
+  // n / r^3.
   std::vector<double> cached_;
   // Fenwick tree over procs of the number of waiting jobs (committed one included): a scan
   // can start nothing unless some waiting job needs at most the free procs.
   std::vector<int32_t> waiting_by_procs_;
-  std::vector<char> is_hopeful_;  // per job, conservative_scan's scratch
+  // rank_queue()'s heap of keyed jobs, and those popped but not yet taken by next_ranked().
+  std::vector<Keyed> heap_, ranked_;
+  size_t next_ranked_ = 0;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
 };
 
