@@ -67,12 +67,25 @@ void Simulator::pick(int32_t job) {
 
 // Lowest score, ties by (submit, id), which is index order.
 int32_t Simulator::pick_heuristic() const {
-  if (policy_ == Policy::kFcfs) return queue_.front();
-  if (policy_ == Policy::kWfp3) return pick_wfp3();
+  switch (policy_) {
+    case Policy::kFcfs:
+      return queue_.front();
+    case Policy::kWfp3:
+      return pick_wfp3();
+    case Policy::kUnicep:
+      return lowest([this](int32_t j) { return -(now_ - w_.submit[j]) / cached_[j - begin_]; });
+    default:
+      return lowest([this](int32_t j) { return cached_[j - begin_]; });
+  }
+}
+
+// The waiting job with the lowest key; ties go to the first in queue order.
+template <typename Key>
+int32_t Simulator::lowest(Key key) const {
   int32_t best = queue_.front();
-  double best_score = std::numeric_limits<double>::infinity();
+  double best_key = std::numeric_limits<double>::infinity();
   for (int32_t j : queue_)
-    if (double s = priority(j); s < best_score) best_score = s, best = j;
+    if (double k = key(j); k < best_key) best_key = k, best = j;
   return best;
 }
 
@@ -168,19 +181,6 @@ double Simulator::priority(int32_t job) const {
   }
 }
 
-// WFP3's score is -pow(w/r, 3) * n, and pow() is slow. Ranks use w^3 * (n / r^3) with
-// n / r^3 computed once, which is within 1e-14 of the score's magnitude: only keys closer
-// than 1e-9 can be out of order, and those are settled with the exact score.
-double Simulator::wfp3_product(int32_t job) const {
-  double wait = now_ - w_.submit[job];
-  return wait * wait * wait * cached_[job - begin_];
-}
-
-bool Simulator::close_keys(double x, double y) const {
-  return policy_ == Policy::kWfp3 &&
-         std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
-}
-
 // Orders a run of close WFP3 keys by the exact score.
 void Simulator::settle(std::vector<Keyed>::iterator first,
                        std::vector<Keyed>::iterator last) const {
@@ -195,12 +195,10 @@ Simulator::Keyed Simulator::keyed(int32_t job) const {
 int32_t Simulator::pick_wfp3() const {
   double most = 0;
   for (int32_t j : queue_) most = std::max(most, wfp3_product(j));
-  int32_t best = queue_.front();
-  double best_score = std::numeric_limits<double>::infinity();
-  for (int32_t j : queue_)
-    if (close_keys(wfp3_product(j), most) || wfp3_product(j) >= most)
-      if (double s = priority(j); s < best_score) best_score = s, best = j;
-  return best;
+  const double near = most * (1 - 1e-9);
+  return lowest([&](int32_t j) {
+    return wfp3_product(j) >= near ? priority(j) : std::numeric_limits<double>::infinity();
+  });
 }
 
 // Waiting jobs (given in queue order) into policy order at now.
