@@ -42,25 +42,15 @@ ddppo::Workload workload(Column<int64_t> id, Column<double> submit, Column<doubl
       n};
 }
 
-nb::dict parse_swf(nb::bytes text) {
+nb::tuple parse_swf(nb::bytes text, bool skip_bad) {
   ddppo::SwfColumns c;
   {
     nb::gil_scoped_release release;
-    c = ddppo::parse_swf({text.c_str(), text.size()});
+    c = ddppo::parse_swf({text.c_str(), text.size()}, skip_bad);
   }
-  nb::dict d;
-  d["id"] = to_numpy(std::move(c.id));
-  d["submit"] = to_numpy(std::move(c.submit));
-  d["runtime"] = to_numpy(std::move(c.runtime));
-  d["allocated_procs"] = to_numpy(std::move(c.allocated_procs));
-  d["requested_procs"] = to_numpy(std::move(c.requested_procs));
-  d["requested_time"] = to_numpy(std::move(c.requested_time));
-  d["user"] = to_numpy(std::move(c.user));
-  d["group"] = to_numpy(std::move(c.group));
-  d["queue"] = to_numpy(std::move(c.queue));
-  d["max_procs"] = c.max_procs;
-  d["max_nodes"] = c.max_nodes;
-  return d;
+  nb::list fields;
+  for (auto& f : c.fields) fields.append(to_numpy(std::move(f)));
+  return nb::make_tuple(fields, c.header, c.skipped);
 }
 
 nb::tuple simulate(Column<int64_t> id, Column<double> submit, Column<double> runtime,
@@ -97,7 +87,8 @@ nb::tuple simulate(Column<int64_t> id, Column<double> submit, Column<double> run
 
 NB_MODULE(_core, m) {
   m.doc() = "ddppo-hpc C++ core: SWF parsing and the cluster simulator";
-  m.def("parse_swf", &parse_swf, "text"_a, "Parses SWF text into columns (file order).");
+  m.def("parse_swf", &parse_swf, "text"_a, "skip_bad"_a = false,
+        "Parses SWF text: (18 field arrays in file order, header lines, lines skipped).");
   m.def("simulate", &simulate, "id"_a, "submit"_a, "runtime"_a, "requested_time"_a, "procs"_a,
         "user"_a, "machine_procs"_a, "policy"_a, "backfill"_a, "begin"_a, "end"_a,
         "Simulates jobs [begin, end) with a heuristic; returns (start times, metrics).");

@@ -1,52 +1,72 @@
 #include "swf.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <stdexcept>
-#include <string>
 
 namespace ddppo {
 
 namespace {
 
-constexpr int kFields = 18;
-constexpr const char* kNames[kFields] = {
+constexpr const char* kNames[kSwfFields] = {
     "job id",      "submit time",   "wait time",       "run time",       "allocated procs",
     "average cpu", "used memory",   "requested procs", "requested time", "requested memory",
     "status",      "user id",       "group id",        "executable",     "queue",
     "partition",   "preceding job", "think time"};
 
+// SWF fields that hold integers (ids, counts, codes); the others are times and amounts.
+constexpr bool kInteger[kSwfFields] = {true,  false, false, false, true, false, false, true, false,
+                                       false, true,  true,  true,  true, true,  true,  true, false};
+
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
-[[noreturn]] void fail(size_t line, const std::string& what) {
-  throw std::invalid_argument("line " + std::to_string(line) + ": " + what);
+// SWF fields are nearly all short integers: read those directly and leave anything else
+// (fractions, exponents) to from_chars. Returns the end of the number, or nullptr.
+const char* parse_number(const char* first, const char* last, double& value) {
+  const char* p = first + (first != last && *first == '-');
+  int64_t n = 0;
+  const char* digits = p;
+  for (; p != last && *p >= '0' && *p <= '9' && p - digits < 15; ++p) n = n * 10 + (*p - '0');
+  if (p != digits && (p == last || is_space(*p))) {
+    value = static_cast<double>(*first == '-' ? -n : n);
+    return p;
+  }
+  auto [end, ec] = std::from_chars(first, last, value);
+  return ec == std::errc() ? end : nullptr;
 }
 
-int64_t as_integer(double v, int field, size_t line) {
-  if (v != std::floor(v) || std::fabs(v) > 9e15)
-    fail(line, "field " + std::to_string(field + 1) + " (" + kNames[field] + ") is not an integer");
-  return static_cast<int64_t>(v);
-}
+std::string field_name(int k) { return "field " + std::to_string(k + 1) + " (" + kNames[k] + ")"; }
 
-// "; MaxProcs: 1024" -> 1024 for key "MaxProcs"; -1 when the line is another header.
-int64_t header_value(std::string_view line, std::string_view key) {
-  size_t at = line.find(key);
-  if (at == std::string_view::npos) return -1;
-  size_t p = at + key.size();
-  while (p < line.size() && (is_space(line[p]) || line[p] == ':')) ++p;
-  int64_t v = -1;
-  std::from_chars(line.data() + p, line.data() + line.size(), v);
-  return v;
+// Reads the first 18 fields of a job line into `f`; returns an error message, or "".
+std::string read_fields(std::string_view line, size_t p, double* f) {
+  for (int k = 0; k < kSwfFields; ++k) {
+    while (p < line.size() && is_space(line[p])) ++p;
+    if (p == line.size()) return "expected 18 fields, found " + std::to_string(k);
+    const char* first = line.data() + p;
+    const char* last = line.data() + line.size();
+    const char* end = parse_number(first, last, f[k]);
+    if (!end || (end != last && !is_space(*end)) || !std::isfinite(f[k])) {
+      const char* tok_end = first;
+      while (tok_end != last && !is_space(*tok_end)) ++tok_end;
+      return field_name(k) + " is not a number: '" + std::string(first, tok_end) + "'";
+    }
+    if (kInteger[k] && (f[k] != std::floor(f[k]) || std::fabs(f[k]) > 9e15))
+      return field_name(k) + " is not an integer";
+    p = end - line.data();
+  }
+  return "";  // logs in the wild may carry extra columns after the 18th: they are ignored
 }
 
 }  // namespace
 
-SwfColumns parse_swf(std::string_view text) {
+SwfColumns parse_swf(std::string_view text, bool skip_bad) {
   SwfColumns c;
+  size_t lines = std::count(text.begin(), text.end(), '\n') + 1;
+  for (auto& f : c.fields) f.reserve(lines);
   size_t line_no = 0;
-  size_t pos = 0;
-  double f[kFields];
-  while (pos < text.size()) {
+  double f[kSwfFields];
+  for (size_t pos = 0; pos < text.size();) {
     size_t eol = text.find('\n', pos);
     if (eol == std::string_view::npos) eol = text.size();
     std::string_view line = text.substr(pos, eol - pos);
@@ -56,34 +76,15 @@ SwfColumns parse_swf(std::string_view text) {
     while (p < line.size() && is_space(line[p])) ++p;
     if (p == line.size()) continue;
     if (line[p] == ';') {
-      if (int64_t v = header_value(line, "MaxProcs"); v > 0) c.max_procs = v;
-      if (int64_t v = header_value(line, "MaxNodes"); v > 0) c.max_nodes = v;
+      c.header.emplace_back(line.substr(p + 1));
       continue;
     }
-    // Logs in the wild may carry extra columns after the 18th: they are ignored.
-    for (int k = 0; k < kFields; ++k) {
-      while (p < line.size() && is_space(line[p])) ++p;
-      if (p == line.size()) fail(line_no, "expected 18 fields, found " + std::to_string(k));
-      const char* first = line.data() + p;
-      const char* last = line.data() + line.size();
-      auto [end, ec] = std::from_chars(first, last, f[k]);
-      if (ec != std::errc() || (end != last && !is_space(*end)) || !std::isfinite(f[k])) {
-        const char* tok_end = first;
-        while (tok_end != last && !is_space(*tok_end)) ++tok_end;
-        fail(line_no, "field " + std::to_string(k + 1) + " (" + kNames[k] + ") is not a number: '" +
-                          std::string(first, tok_end) + "'");
-      }
-      p = end - line.data();
+    if (std::string error = read_fields(line, p, f); !error.empty()) {
+      if (!skip_bad) throw std::invalid_argument("line " + std::to_string(line_no) + ": " + error);
+      ++c.skipped;
+      continue;
     }
-    c.id.push_back(as_integer(f[0], 0, line_no));
-    c.submit.push_back(f[1]);
-    c.runtime.push_back(f[3]);
-    c.allocated_procs.push_back(as_integer(f[4], 4, line_no));
-    c.requested_procs.push_back(as_integer(f[7], 7, line_no));
-    c.requested_time.push_back(f[8]);
-    c.user.push_back(as_integer(f[11], 11, line_no));
-    c.group.push_back(as_integer(f[12], 12, line_no));
-    c.queue.push_back(as_integer(f[14], 14, line_no));
+    for (int k = 0; k < kSwfFields; ++k) c.fields[k].push_back(f[k]);
   }
   return c;
 }

@@ -2,22 +2,27 @@
 // one job per line, 18 whitespace-separated numeric fields, `;` header lines.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace ddppo {
 
-// The SWF fields the simulator needs, one entry per job line, in file order.
+constexpr int kSwfFields = 18;
+
+// Every job line's 18 fields, in file order, and the header lines.
 struct SwfColumns {
-  std::vector<int64_t> id, allocated_procs, requested_procs, user, group, queue;
-  std::vector<double> submit, runtime, requested_time;
-  int64_t max_procs = -1;  // header MaxProcs, -1 when absent
-  int64_t max_nodes = -1;  // header MaxNodes, -1 when absent
+  std::array<std::vector<double>, kSwfFields> fields;
+  std::vector<std::string> header;  // the `;` lines, without the `;`
+  size_t skipped = 0;               // malformed lines passed over (skip_bad only)
 };
 
-// Parses a whole SWF text. Throws std::invalid_argument("line N: ...") on a malformed line.
-SwfColumns parse_swf(std::string_view text);
+// Parses a whole SWF text. A malformed line (fewer than 18 fields, a field that is not a
+// number, or not an integer where SWF has integers) throws
+// std::invalid_argument("line N: ..."), or is skipped and counted when `skip_bad`.
+SwfColumns parse_swf(std::string_view text, bool skip_bad);
 
 }  // namespace ddppo

@@ -5,7 +5,8 @@ from conftest import traces_dir
 from reference_sim import Job, metrics, simulate
 from simhelpers import trace_of
 
-from ddppo_hpc.data import read_swf
+from ddppo_hpc.data import convert, read_swf
+from ddppo_hpc.data.store import TraceStore
 from ddppo_hpc.sim import BACKFILLS, POLICIES
 from ddppo_hpc.sim import simulate as simulate_cpp
 
@@ -77,3 +78,39 @@ def test_window_clock_starts_at_first_job_and_is_independent_of_earlier_jobs():
     alone = simulate_cpp(trace_of(jobs, 256), "sjf", "easy")
     assert window.start_time.tolist() == alone.start_time.tolist()
     assert window.start_time.min() >= trace.submit[500]
+
+
+@pytest.mark.parametrize("name", ["KTH-SP2-1996-2.1-cln.swf.gz", "HPC2N-2002-excerpt-3170.swf.gz"])
+def test_store_round_trip_gives_the_same_metrics(name, tmp_path):
+    trace = load(name)
+    manifest = convert.convert([traces_dir() / name], tmp_path / "ds", partitions=3)
+    assert manifest["jobs"] == len(trace)
+    assert {k: manifest["dropped"][k] for k in trace.dropped} == trace.dropped
+    stored = TraceStore(tmp_path / "ds").trace()
+    assert TraceStore(tmp_path / "ds").validate() == []
+    for policy, backfill in (("fcfs", "easy"), ("sjf", "conservative")):
+        direct, again = (
+            simulate_cpp(trace, policy, backfill),
+            simulate_cpp(stored, policy, backfill),
+        )
+        assert direct.metrics["avg_bsld"] == again.metrics["avg_bsld"]
+        assert direct.start_time.tolist() == again.start_time.tolist()
+
+
+@pytest.mark.parametrize(
+    ("files", "jobs", "gpus"),
+    [
+        (["philly-2017-jobs.csv.gz"], 82_247, 128),
+        (["alibaba-gpu-v2023-pods.csv.gz", "alibaba-gpu-v2023-gpu-nodes.csv.gz"], 6_203, 6_212),
+    ],
+)
+def test_gpu_traces_convert_into_the_store(files, jobs, gpus, tmp_path):
+    paths = [traces_dir() / f for f in files]
+    if not all(p.exists() for p in paths):
+        pytest.skip("GPU traces are not here")
+    manifest = convert.convert(paths, tmp_path / "ds", partitions=2)
+    store = TraceStore(tmp_path / "ds")
+    assert len(store) == jobs and store.machine_procs == gpus
+    window = store.trace(0, 2000)
+    assert simulate_cpp(window, "fcfs", "easy").metrics["jobs"] == 2000
+    assert manifest["machine"]["gpus"] == gpus

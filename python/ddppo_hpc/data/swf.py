@@ -5,12 +5,47 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from ddppo_hpc import _core
 from ddppo_hpc.data.trace import Trace, TraceError, clean
 
+# The 18 SWF fields, in order, by the names the project uses: those the simulation contract
+# names keep its names (field 9, the user's estimate, is `swf_requested_time`, as the
+# contract's `requested_time` falls back to the runtime).
+SWF_COLUMNS = (
+    "id", "submit", "wait_time", "runtime", "allocated_procs", "average_cpu_time",
+    "used_memory", "requested_procs", "swf_requested_time", "requested_memory", "status",
+    "user", "group", "executable", "queue", "partition", "preceding_job", "think_time",
+)  # fmt: skip
+INTEGER_COLUMNS = frozenset(
+    ("id", "allocated_procs", "requested_procs", "status", "user", "group", "executable",
+     "queue", "partition", "preceding_job")
+)  # fmt: skip
+
 _LINE_ERROR = re.compile(r"line (\d+): (.*)", re.DOTALL)
+_HEADER_VALUE = re.compile(r"\s*(\w+)\s*:\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class SwfLog:
+    """A parsed SWF file: its 18 columns in file order and its header lines."""
+
+    path: str
+    columns: dict[str, np.ndarray]
+    header: list[str]
+    skipped: int  # malformed lines passed over with skip_bad
+
+    def header_int(self, key: str) -> int:
+        """A positive integer header value (`; MaxProcs: 1024`), else -1."""
+        for line in self.header:
+            match = _HEADER_VALUE.match(line)
+            if match and match[1] == key and match[2].lstrip("-").isdigit():
+                return max(int(match[2]), -1)
+        return -1
 
 
 def read_bytes(path: str | Path) -> bytes:
@@ -29,17 +64,32 @@ def read_bytes(path: str | Path) -> bytes:
     return data
 
 
-def read_swf(path: str | Path, machine_procs: int | None = None) -> Trace:
-    """Reads and cleans an SWF log; errors name the file and line (`file:line: ...`)."""
+def parse_swf(path: str | Path, skip_bad: bool = False) -> SwfLog:
+    """Parses an SWF log; a malformed line raises `file:line: field ...` unless skip_bad."""
     try:
-        columns = _core.parse_swf(read_bytes(path))
+        fields, header, skipped = _core.parse_swf(read_bytes(path), skip_bad)
     except ValueError as e:
         match = _LINE_ERROR.match(str(e))
         raise TraceError(f"{path}:{match[1]}: {match[2]}" if match else f"{path}: {e}") from None
+    columns = {
+        name: values.astype(np.int64) if name in INTEGER_COLUMNS else values
+        for name, values in zip(SWF_COLUMNS, fields)
+    }
+    return SwfLog(str(path), columns, header, skipped)
+
+
+def clean_log(log: SwfLog, machine_procs: int | None = None) -> Trace:
+    """The cleaned, ordered jobs of a parsed log (docs/simulation.md, "Jobs")."""
+    columns = dict(log.columns, requested_time=log.columns["swf_requested_time"])
     return clean(
         columns,
         machine_procs=machine_procs,
-        header_max_procs=columns.pop("max_procs"),
-        header_max_nodes=columns.pop("max_nodes"),
-        source=str(path),
+        header_max_procs=log.header_int("MaxProcs"),
+        header_max_nodes=log.header_int("MaxNodes"),
+        source=log.path,
     )
+
+
+def read_swf(path: str | Path, machine_procs: int | None = None, skip_bad: bool = False) -> Trace:
+    """Reads and cleans an SWF log; errors name the file and line (`file:line: ...`)."""
+    return clean_log(parse_swf(path, skip_bad), machine_procs)

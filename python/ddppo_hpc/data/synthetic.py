@@ -3,12 +3,27 @@
 Sizes, runtimes and the daily arrival cycle follow U. Lublin and D. G. Feitelson, "The
 workload on parallel supercomputers: modeling the characteristics of rigid jobs", JPDC
 63(11):1105-1122, 2003, with the "whole sample" (no batch/interactive split) parameters of
-the authors' reference generator, lublin99.c. The time axis of the arrivals is scaled so
-that the offered load is `TARGET_LOAD` on any machine size (Lublin's own advice for changing
-the load is to stretch the inter-arrival times). User estimates follow Tsafrir, Etsion and
-Feitelson, "Modeling user runtime estimates", JSSPP 2005; users are Zipf-like.
+the authors' reference generator, lublin99.c. User estimates follow Tsafrir, Etsion and
+Feitelson, "Modeling user runtime estimates", JSSPP 2005.
 
-    python -m ddppo_hpc.data.synthetic --jobs 10000 --out synthetic.swf
+Users (ours; Lublin's model has none): user k in 1..users submits a job with probability
+proportional to 1 / k ** ZIPF_EXPONENT, so a few users submit most jobs; group =
+(user - 1) % GROUPS; one queue, 0. Each user has habits, drawn once from the seed before any
+job: a preferred size (a Lublin size rounded to a power of two), which a job takes with
+probability HABIT_PROB (else it gets a fresh Lublin size); a runtime scale, log-normal with
+median 1 and log-sigma RUNTIME_SIGMA, multiplying the Lublin runtime; and an estimate
+accuracy, uniform on [MIN_ACCURACY, 1], each job's accuracy being uniform within
+ACCURACY_SPREAD of it (clipped to [MIN_ACCURACY, 1]).
+
+Jobs come in chunks of CHUNK_JOBS (the last one shorter), so any number of jobs takes
+bounded memory. The arrivals of each chunk follow Lublin's model with its daily cycle, the
+time axis stretched so that the chunk's work over the time it spans is `TARGET_LOAD` of the
+machine (Lublin's own advice for changing the load is to stretch the inter-arrival times);
+the next chunk starts where the last one's time ends, so the offered load is about
+`TARGET_LOAD` for any number of jobs and machine size. The chunk size is fixed: the jobs
+depend only on (jobs, machine_procs, users, seed).
+
+    python -m ddppo_hpc.data.synthetic --jobs 10000 --users 64 --out synthetic.swf
 """
 
 from __future__ import annotations
@@ -16,13 +31,16 @@ from __future__ import annotations
 import argparse
 import operator
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from ddppo_hpc.data.trace import Trace, clean
 from ddppo_hpc.io import atomic_write
+
+CHUNK_JOBS = 1 << 20  # fixed: the jobs must not depend on how they are consumed
 
 # Job sizes (Lublin & Feitelson 2003; lublin99.c SERIAL_PROB .. UPROB): a job is
 # serial with probability SERIAL_PROB; otherwise log2(size) is a two-stage uniform on
@@ -62,17 +80,19 @@ CYCLE_START = 11
 TARGET_LOAD = 0.75
 
 # User estimates (Tsafrir, Etsion & Feitelson 2005): accuracy runtime / estimate is roughly
-# uniform, so the estimate is runtime / U(MIN_ACCURACY, 1) rounded up to the next popular
-# value; MAX_ESTIMATE_PROB of the jobs just ask for the largest, which is MAX_RUNTIME.
+# uniform, so the estimate is runtime / accuracy rounded up to the next popular value;
+# MAX_ESTIMATE_PROB of the jobs just ask for the largest, which is MAX_RUNTIME.
 ESTIMATE_VALUES = np.array([5, 15, 30, 60, 120, 240, 480, 720, 1440, 2160]) * 60
 MIN_ACCURACY = 0.05
 MAX_ESTIMATE_PROB = 0.15
 
-# Users (ours; Lublin's model has none): user k in 1..USERS submits with weight
-# 1 / k ** ZIPF_EXPONENT; group = user % GROUPS; one queue, 0.
+# Users and their habits (ours; see the module docstring). USERS is the default count.
 USERS = 64
 ZIPF_EXPONENT = 1.0
 GROUPS = 8
+HABIT_PROB = 0.6
+RUNTIME_SIGMA = 1.0
+ACCURACY_SPREAD = 0.2
 
 
 def _daily_weights() -> np.ndarray:
@@ -89,7 +109,28 @@ _WEIGHTS = _daily_weights()
 _CUMULATIVE = np.concatenate(([0.0], np.cumsum(_WEIGHTS)))
 
 
-def _sizes(rng: np.random.Generator, n: int, machine_procs: int) -> np.ndarray:
+class _Habits(NamedTuple):
+    """Per user (index user - 1): the chance to submit a job, and the habits."""
+
+    activity: np.ndarray
+    size: np.ndarray
+    runtime_scale: np.ndarray
+    accuracy: np.ndarray
+
+
+def _habits(rng: np.random.Generator, users: int, machine_procs: int) -> _Habits:
+    weights = 1.0 / np.arange(1, users + 1) ** ZIPF_EXPONENT
+    largest_pow2 = 1 << (int(machine_procs).bit_length() - 1)
+    size = np.exp2(np.rint(np.log2(_lublin_sizes(rng, users, machine_procs))))
+    return _Habits(
+        activity=weights / weights.sum(),
+        size=np.minimum(size, largest_pow2).astype(np.int32),
+        runtime_scale=rng.lognormal(0.0, RUNTIME_SIGMA, users),
+        accuracy=rng.uniform(MIN_ACCURACY, 1.0, users),
+    )
+
+
+def _lublin_sizes(rng: np.random.Generator, n: int, machine_procs: int) -> np.ndarray:
     u = rng.random(n)
     uhi = max(np.log2(machine_procs), ULOW)  # tiny machines: sizes are clipped below
     umed = max(uhi - UMED_GAP, ULOW)
@@ -98,74 +139,125 @@ def _sizes(rng: np.random.Generator, n: int, machine_procs: int) -> np.ndarray:
     log_size = np.where(u < SERIAL_PROB + POW2_PROB, np.rint(log_size), log_size)
     sizes = np.rint(np.exp2(log_size))
     sizes[u < SERIAL_PROB] = 1
-    return np.clip(sizes, 1, machine_procs).astype(np.int64)
+    return np.clip(sizes, 1, machine_procs).astype(np.int32)
 
 
-def _runtimes(rng: np.random.Generator, procs: np.ndarray) -> np.ndarray:
-    n = len(procs)
-    short = rng.random(n) < np.clip(PA * procs + PB, 0.0, 1.0)
-    log_runtime = np.where(short, rng.gamma(A1, B1, n), rng.gamma(A2, B2, n))
-    runtime = np.floor(np.exp(np.minimum(log_runtime, np.log(MAX_RUNTIME))))
-    return np.clip(runtime, 1, MAX_RUNTIME)
+def _sizes(rng: np.random.Generator, preferred: np.ndarray, machine_procs: int) -> np.ndarray:
+    """The user's preferred size with probability HABIT_PROB, else a Lublin size."""
+    sizes = preferred.copy()
+    fresh = rng.random(len(sizes)) >= HABIT_PROB
+    sizes[fresh] = _lublin_sizes(rng, int(fresh.sum()), machine_procs)
+    return sizes
 
 
-def _requested_times(rng: np.random.Generator, runtime: np.ndarray) -> np.ndarray:
+def _runtimes(rng: np.random.Generator, procs: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Lublin's hyper-gamma runtime for the size, times the user's scale."""
+    short = rng.random(len(procs)) < np.clip(PA * procs + PB, 0.0, 1.0)
+    log_runtime = np.empty(len(procs))
+    log_runtime[short] = rng.gamma(A1, B1, int(short.sum()))
+    log_runtime[~short] = rng.gamma(A2, B2, len(procs) - int(short.sum()))
+    runtime = np.exp(np.minimum(log_runtime, np.log(MAX_RUNTIME))) * scale
+    return np.clip(np.floor(runtime), 1, MAX_RUNTIME)
+
+
+def _requested_times(
+    rng: np.random.Generator, runtime: np.ndarray, accuracy: np.ndarray
+) -> np.ndarray:
+    """runtime / accuracy (the user's, +- ACCURACY_SPREAD) up to the next popular value."""
     n = len(runtime)
-    wish = runtime / rng.uniform(MIN_ACCURACY, 1.0, n)
+    spread = rng.uniform(-ACCURACY_SPREAD, ACCURACY_SPREAD, n)
+    wish = runtime / np.clip(accuracy + spread, MIN_ACCURACY, 1.0)
     rounded = np.searchsorted(ESTIMATE_VALUES, wish)  # first popular value >= wish
     rounded[rng.random(n) < MAX_ESTIMATE_PROB] = len(ESTIMATE_VALUES) - 1
     return ESTIMATE_VALUES[np.minimum(rounded, len(ESTIMATE_VALUES) - 1)].astype(np.float64)
 
 
-def _users(rng: np.random.Generator, n: int) -> np.ndarray:
-    weights = 1.0 / np.arange(1, USERS + 1) ** ZIPF_EXPONENT
-    return rng.choice(USERS, size=n, p=weights / weights.sum()) + 1
+def _arrival_points(
+    rng: np.random.Generator, n: int, work: float, machine_procs: int, start: float
+) -> tuple[np.ndarray, float]:
+    """Lublin's arrivals of n jobs from `start` (in points), and where the next ones start.
+
+    The n gaps (the last one leads to the next chunk) are scaled to span work /
+    (machine_procs * TARGET_LOAD) seconds, as points: a day is BUCKETS points.
+    """
+    gaps = np.exp(np.minimum(rng.gamma(AARR * ARAR, BARR, n), MAX_LOG_GAP))
+    ends = np.cumsum(gaps)
+    span = work / (machine_procs * TARGET_LOAD * BUCKET_SECONDS)
+    points = np.concatenate(([0.0], ends[:-1]))
+    points *= span / ends[-1]
+    points += start
+    return points, start + span
 
 
-def _submits(rng: np.random.Generator, n: int, work: float, machine_procs: int) -> np.ndarray:
-    """Lublin's arrivals from midnight, scaled so the offered load is about TARGET_LOAD."""
-    gaps = np.exp(np.minimum(rng.gamma(AARR * ARAR, BARR, n - 1), MAX_LOG_GAP))
-    points = np.concatenate(([0.0], np.cumsum(gaps) / BUCKET_SECONDS))
-    if points[-1] > 0:  # a day is BUCKETS points, so the span is points[-1] buckets
-        points *= work / (machine_procs * TARGET_LOAD * BUCKET_SECONDS) / points[-1]
+def _seconds(points: np.ndarray, earliest: float) -> np.ndarray:
+    """Whole seconds from midnight of `points`, at least `earliest`, non-decreasing."""
     days, rest = np.divmod(points, BUCKETS)
     bucket = np.minimum(np.searchsorted(_CUMULATIVE, rest, side="right") - 1, BUCKETS - 1)
     within = (rest - _CUMULATIVE[bucket]) / _WEIGHTS[bucket]
     seconds = np.floor((days * BUCKETS + bucket + within) * BUCKET_SECONDS)
+    seconds[0] = max(seconds[0], earliest)
     return np.maximum.accumulate(seconds)  # rounding must not reorder neighbours
 
 
-def generate(jobs: int, machine_procs: int = 256, seed: int = 0) -> Trace:
-    """`jobs` synthetic jobs (ids 1..jobs, first submit 0) for a machine of `machine_procs`.
+def _chunks(
+    rng: np.random.Generator, jobs: int, machine_procs: int, users: int
+) -> Iterator[dict[str, np.ndarray]]:
+    habits = _habits(rng, users, machine_procs)
+    start, last_submit = 0.0, 0.0
+    for first in range(0, jobs, CHUNK_JOBS):
+        n = min(CHUNK_JOBS, jobs - first)
+        user = rng.choice(users, size=n, p=habits.activity).astype(np.int64, copy=False)
+        procs = _sizes(rng, habits.size[user], machine_procs)
+        runtime = _runtimes(rng, procs, habits.runtime_scale[user])
+        requested_time = _requested_times(rng, runtime, habits.accuracy[user])
+        work = float(np.dot(procs.astype(np.float64), runtime))
+        points, start = _arrival_points(rng, n, work, machine_procs, start)
+        submit = _seconds(points, last_submit)
+        last_submit = float(submit[-1])
+        yield {
+            "id": np.arange(first + 1, first + n + 1, dtype=np.int64),
+            "submit": submit,
+            "runtime": runtime,
+            "requested_time": requested_time,
+            "procs": procs,
+            "user": user + 1,
+            "group": user % GROUPS,  # (user id - 1) % GROUPS
+            "queue": np.zeros(n, dtype=np.int64),
+        }
 
-    The same arguments give the same trace for a given NumPy (NumPy keeps PCG64 stable, but
-    may change how a Generator draws from a distribution between feature releases).
+
+def generate_chunks(
+    jobs: int, machine_procs: int = 256, users: int = USERS, seed: int = 0
+) -> Iterator[dict[str, np.ndarray]]:
+    """`jobs` synthetic jobs for a machine of `machine_procs`, in chunks of <= CHUNK_JOBS.
+
+    Each chunk maps the core columns (`id` 1..jobs, `submit`, `runtime`, `requested_time`,
+    `procs` int32, `user` 1..users, `group`, `queue`) to arrays, in submit order across
+    chunks, the first job at 0. The same arguments give the same chunks for a given NumPy
+    (NumPy keeps PCG64 stable, but may change how a Generator draws from a distribution
+    between feature releases).
     """
     for name, value, least in (
         ("jobs", jobs, 1),
         ("machine_procs", machine_procs, 1),
+        ("users", users, 1),
         ("seed", seed, 0),
     ):
         if operator.index(value) < least:
             raise ValueError(f"{name} must be an integer >= {least}, not {value}")
     rng = np.random.Generator(np.random.PCG64(seed))
-    procs = _sizes(rng, jobs, machine_procs)
-    runtime = _runtimes(rng, procs)
-    columns = {
-        "id": np.arange(1, jobs + 1),
-        "runtime": runtime,
-        "allocated_procs": procs,
-        "requested_procs": procs,
-        "requested_time": _requested_times(rng, runtime),
-        "user": _users(rng, jobs),
-    }
-    columns["group"] = columns["user"] % GROUPS
-    columns["queue"] = np.zeros(jobs, dtype=np.int64)
-    columns["submit"] = _submits(rng, jobs, float(np.dot(procs, runtime)), machine_procs)
+    return _chunks(rng, jobs, machine_procs, users)
+
+
+def generate(jobs: int, machine_procs: int = 256, seed: int = 0, users: int = USERS) -> Trace:
+    """All of `generate_chunks` as one cleaned Trace: for small traces (demo, simulator CLI)."""
+    chunks = list(generate_chunks(jobs, machine_procs, users, seed))
+    columns = {name: np.concatenate([c[name] for c in chunks]) for name in chunks[0]}
+    columns["allocated_procs"] = columns["requested_procs"] = columns.pop("procs")
     return clean(
         columns,
         machine_procs=machine_procs,
-        source=f"synthetic:lublin(jobs={jobs},procs={machine_procs},seed={seed})",
+        source=f"synthetic:lublin(jobs={jobs},procs={machine_procs},users={users},seed={seed})",
     )
 
 
@@ -225,13 +317,16 @@ def _at_least(least: int) -> Callable[[str], int]:
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
-        description="Write a seeded synthetic workload (Lublin-Feitelson 2003 model, "
+        description="Write a seeded synthetic multi-user workload (Lublin-Feitelson 2003 model, "
         f"offered load ~{TARGET_LOAD}) as a Standard Workload Format file.",
-        epilog=f"example: {PROG} --jobs 10000 --procs 256 --seed 0 --out synthetic.swf",
+        epilog=f"example: {PROG} --jobs 10000 --procs 256 --users 64 --seed 0 --out synthetic.swf",
     )
     parser.add_argument("--jobs", type=_at_least(1), required=True, help="number of jobs")
     parser.add_argument(
         "--procs", type=_at_least(1), default=256, help="machine size in processors (default: 256)"
+    )
+    parser.add_argument(
+        "--users", type=_at_least(1), default=USERS, help=f"number of users (default: {USERS})"
     )
     parser.add_argument(
         "--seed",
@@ -245,7 +340,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    trace = generate(args.jobs, machine_procs=args.procs, seed=args.seed)
+    trace = generate(args.jobs, machine_procs=args.procs, seed=args.seed, users=args.users)
     try:
         write_swf(trace, args.out)
     except OSError as e:
@@ -254,8 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     span = trace.submit[-1] - trace.submit[0]
     load = np.dot(trace.procs, trace.runtime) / (args.procs * span) if span > 0 else 0.0
     print(
-        f"wrote {len(trace)} jobs to {args.out} ({args.procs} procs, seed {args.seed}, "
-        f"{span / 86400:.1f} days, offered load {load:.2f})"
+        f"wrote {len(trace)} jobs to {args.out} ({args.procs} procs, {args.users} users, "
+        f"seed {args.seed}, {span / 86400:.1f} days, offered load {load:.2f})"
     )
     return 0
 

@@ -38,21 +38,30 @@ class Trace:
         return len(self.id)
 
 
-def clean(
+@dataclass(frozen=True)
+class Cleaning:
+    """What the drop rules and the ordering make of raw SWF-like columns."""
+
+    order: np.ndarray  # the kept rows, in (submit, id) order
+    procs: np.ndarray  # per raw row: max(allocated, requested)
+    requested_time: np.ndarray  # per raw row: the request when > 0, else the runtime
+    dropped: dict[str, int]
+    machine_procs: int
+
+
+def cleaning(
     columns: dict[str, np.ndarray],
     machine_procs: int | None = None,
     header_max_procs: int = -1,
     header_max_nodes: int = -1,
     source: str = "<memory>",
-) -> Trace:
-    """Applies the drop rules and the (submit, id) order to raw SWF columns.
+) -> Cleaning:
+    """Applies the drop rules and the (submit, id) order of docs/simulation.md.
 
-    `columns` holds `id`, `submit`, `runtime`, `allocated_procs`, `requested_procs`,
-    `requested_time` (the raw field 9) and optionally `user`, `group`, `queue`.
-    The machine size is `machine_procs`, else `header_max_procs`, else `header_max_nodes`,
-    else the largest job.
+    `columns` holds `id`, `submit`, `runtime`, `allocated_procs`, `requested_procs` and
+    `requested_time` (the raw field 9). The machine size is `machine_procs`, else
+    `header_max_procs`, else `header_max_nodes`, else the largest job.
     """
-    n = len(columns["id"])
     ids = np.asarray(columns["id"], dtype=np.int64)
     submit = np.asarray(columns["submit"], dtype=np.float64)
     runtime = np.asarray(columns["runtime"], dtype=np.float64)
@@ -72,7 +81,7 @@ def clean(
         machine = int(procs[valid].max())
     too_large = valid & (procs > machine)
     keep = valid & ~too_large
-    if n and not keep.any():
+    if len(ids) and not keep.any():
         smallest = int(procs[valid].min()) if valid.any() else 0
         raise TraceError(
             f"{source}: the machine ({machine} procs) is smaller than every job"
@@ -80,30 +89,42 @@ def clean(
         )
     if not keep.any():
         raise TraceError(f"{source}: the trace has no jobs")
-
     order = np.flatnonzero(keep)
     order = order[np.lexsort((ids[order], submit[order]))]
+    dropped = {
+        "negative_runtime": int(negative_runtime.sum()),
+        "no_procs": int(no_procs.sum()),
+        "too_large": int(too_large.sum()),
+    }
+    return Cleaning(order, procs, requested, dropped, int(machine))
+
+
+def clean(
+    columns: dict[str, np.ndarray],
+    machine_procs: int | None = None,
+    header_max_procs: int = -1,
+    header_max_nodes: int = -1,
+    source: str = "<memory>",
+) -> Trace:
+    """A Trace of raw SWF-like columns (see `cleaning`); `user`, `group`, `queue` optional."""
+    c = cleaning(columns, machine_procs, header_max_procs, header_max_nodes, source)
 
     def column(name: str) -> np.ndarray:
         values = columns.get(name)
         if values is None:
-            return np.full(len(order), -1, dtype=np.int64)
-        return np.asarray(values, dtype=np.int64)[order]
+            return np.full(len(c.order), -1, dtype=np.int64)
+        return np.asarray(values, dtype=np.int64)[c.order]
 
     return Trace(
-        id=ids[order],
-        submit=submit[order],
-        runtime=runtime[order],
-        requested_time=requested[order],
-        procs=procs[order].astype(np.int32),
+        id=np.asarray(columns["id"], dtype=np.int64)[c.order],
+        submit=np.asarray(columns["submit"], dtype=np.float64)[c.order],
+        runtime=np.asarray(columns["runtime"], dtype=np.float64)[c.order],
+        requested_time=c.requested_time[c.order],
+        procs=c.procs[c.order].astype(np.int32),
         user=column("user"),
         group=column("group"),
         queue=column("queue"),
-        machine_procs=int(machine),
-        dropped={
-            "negative_runtime": int(negative_runtime.sum()),
-            "no_procs": int(no_procs.sum()),
-            "too_large": int(too_large.sum()),
-        },
+        machine_procs=c.machine_procs,
+        dropped=c.dropped,
         source=source,
     )

@@ -11,6 +11,7 @@ from ddppo_hpc.data.trace import Trace
 
 POLICIES = ("fcfs", "sjf", "wfp3", "unicep", "f1")
 BACKFILLS = ("none", "easy", "conservative")
+PROTOCOL_WINDOWS, PROTOCOL_JOBS = 10, 1024  # RLScheduler's evaluation (SC'20)
 SUMMARY_KEYS = (
     "avg_wait",
     "max_wait",
@@ -70,8 +71,8 @@ def rlscheduler_protocol(
     policy: str,
     backfill: str,
     start: int = 0,
-    windows: int = 10,
-    window_jobs: int = 1024,
+    windows: int = PROTOCOL_WINDOWS,
+    window_jobs: int = PROTOCOL_JOBS,
 ) -> dict:
     """RLScheduler's evaluation (SC'20): consecutive windows of 1024 jobs from `start`.
 
@@ -91,4 +92,12 @@ def rlscheduler_protocol(
     return summary
 
 
-__all__ = ["BACKFILLS", "POLICIES", "SimResult", "rlscheduler_protocol", "simulate"]
+__all__ = [
+    "BACKFILLS",
+    "POLICIES",
+    "PROTOCOL_JOBS",
+    "PROTOCOL_WINDOWS",
+    "SimResult",
+    "rlscheduler_protocol",
+    "simulate",
+]

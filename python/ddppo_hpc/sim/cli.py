@@ -5,13 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 
 from ddppo_hpc.data import Trace, TraceError, read_swf
+from ddppo_hpc.data.store import TraceStore
 from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.io import atomic_write
-from ddppo_hpc.sim import BACKFILLS, POLICIES, SUMMARY_KEYS, rlscheduler_protocol, simulate
+from ddppo_hpc.sim import (
+    BACKFILLS,
+    POLICIES,
+    PROTOCOL_JOBS,
+    PROTOCOL_WINDOWS,
+    SUMMARY_KEYS,
+    rlscheduler_protocol,
+    simulate,
+)
 
 EPILOG = """\
 Without --trace the embedded synthetic workload (Lublin-Feitelson model) is used.
@@ -35,7 +45,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description="Simulate heuristic batch schedulers (pick-and-wait, with backfilling) "
         "on an SWF workload and print the schedule metrics.",
     )
-    p.add_argument("--trace", metavar="FILE", help="SWF log, plain or .gz")
+    p.add_argument("--trace", metavar="FILE", help="SWF log (plain or .gz) or dataset directory")
     p.add_argument(
         "--synthetic-jobs",
         type=int,
@@ -86,11 +96,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def load(args: argparse.Namespace) -> Trace:
+    if args.trace and Path(args.trace).is_dir():
+        return load_dataset(args)
     if args.trace:
         return read_swf(args.trace, machine_procs=args.procs)
     if args.synthetic_jobs <= 0:
         raise TraceError(f"--synthetic-jobs must be positive, not {args.synthetic_jobs}")
     return generate(args.synthetic_jobs, machine_procs=args.procs or 256, seed=args.seed)
+
+
+def load_dataset(args: argparse.Namespace) -> Trace:
+    """Only the jobs the run needs, read from a dataset directory; the window then starts
+    at the first of them."""
+    store = TraceStore(args.trace)
+    if args.procs is not None:
+        raise TraceError(f"--procs does not apply to a dataset ({args.trace} has its machine)")
+    count = PROTOCOL_WINDOWS * PROTOCOL_JOBS if args.protocol else args.jobs
+    trace = store.trace(args.start, count)
+    args.start = 0
+    return trace
 
 
 def run_one(trace: Trace, policy: str, backfill: str, args: argparse.Namespace) -> dict:
