@@ -37,6 +37,7 @@ format: $(DEPS)
 
 bench: $(BUILT)
 	$(PY) bench/sim_throughput.py --traces $(TRACES)
+	$(PY) bench/data_scale.py --traces $(TRACES)
 
 setup: $(DEPS)
 build: $(BUILT)
