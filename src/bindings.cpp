@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "env.hpp"
 #include "metrics.hpp"
 #include "policy.hpp"
 #include "simulator.hpp"
@@ -83,6 +84,53 @@ nb::tuple simulate(Column<int64_t> id, Column<double> submit, Column<double> run
   return nb::make_tuple(to_numpy(std::move(start)), metrics);
 }
 
+template <typename T, int64_t... Shape>
+using Out = nb::ndarray<T, nb::shape<Shape...>, nb::c_contig, nb::device::cpu>;
+
+// The batch environment and the arrays it reads: the workload's columns stay alive as long
+// as the environment does.
+struct PyBatchEnv {
+  std::vector<nb::object> columns;
+  ddppo::BatchEnv env;
+};
+
+PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> runtime,
+                     Column<double> requested_time, Column<int32_t> procs, Column<int64_t> user,
+                     Column<int32_t> user_index, int32_t users, Column<int32_t> group_index,
+                     int32_t groups, int32_t machine_procs, size_t window_jobs, size_t max_queue,
+                     const std::string& policy, const std::string& backfill,
+                     const std::string& reward, const std::vector<uint64_t>& seeds) {
+  ddppo::Workload w = workload(id, submit, runtime, requested_time, procs, user);
+  if (user_index.shape(0) != w.size || group_index.shape(0) != w.size)
+    throw std::invalid_argument("user and group indices differ in length from the jobs");
+  ddppo::Accounts accounts{user_index.data(), users, group_index.data(), groups};
+  ddppo::EnvConfig config{machine_procs,
+                          window_jobs,
+                          max_queue,
+                          ddppo::parse_policy(policy),
+                          ddppo::parse_backfill(backfill),
+                          ddppo::parse_reward(reward)};
+  std::vector<nb::object> keep;
+  for (nb::handle h :
+       {nb::cast(id), nb::cast(submit), nb::cast(runtime), nb::cast(requested_time),
+        nb::cast(procs), nb::cast(user), nb::cast(user_index), nb::cast(group_index)})
+    keep.push_back(nb::borrow(h));
+  return new PyBatchEnv{std::move(keep), ddppo::BatchEnv(w, accounts, config, seeds)};
+}
+
+ddppo::Outputs outputs(PyBatchEnv& e, Out<float, -1, -1, ddppo::kJobFeatures> jobs,
+                       Out<float, -1, ddppo::kClusterFeatures> cluster, Out<uint8_t, -1, -1> mask,
+                       Out<float, -1> reward, Out<uint8_t, -1> done, Out<int64_t, -1> episode_start,
+                       Out<double, -1, 4> episode_metrics) {
+  size_t b = e.env.size();
+  if (jobs.shape(0) != b || cluster.shape(0) != b || mask.shape(0) != b || reward.shape(0) != b ||
+      done.shape(0) != b || episode_start.shape(0) != b || episode_metrics.shape(0) != b ||
+      mask.shape(1) != jobs.shape(1))
+    throw std::invalid_argument("output arrays do not match the batch");
+  return {jobs.data(), cluster.data(),       mask.data(),           reward.data(),
+          done.data(), episode_start.data(), episode_metrics.data()};
+}
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -92,4 +140,43 @@ NB_MODULE(_core, m) {
   m.def("simulate", &simulate, "id"_a, "submit"_a, "runtime"_a, "requested_time"_a, "procs"_a,
         "user"_a, "machine_procs"_a, "policy"_a, "backfill"_a, "begin"_a, "end"_a,
         "Simulates jobs [begin, end) with a heuristic; returns (start times, metrics).");
+  m.attr("JOB_FEATURES") = ddppo::kJobFeatures;
+  m.attr("CLUSTER_FEATURES") = ddppo::kClusterFeatures;
+  nb::class_<PyBatchEnv>(m, "BatchEnv")
+      .def(nb::new_(&make_env), "id"_a, "submit"_a, "runtime"_a, "requested_time"_a, "procs"_a,
+           "user"_a, "user_index"_a, "users"_a, "group_index"_a, "groups"_a, "machine_procs"_a,
+           "window_jobs"_a, "max_queue"_a, "policy"_a, "backfill"_a, "reward"_a, "seeds"_a)
+      .def("__len__", [](const PyBatchEnv& e) { return e.env.size(); })
+      .def(
+          "reset",
+          [](PyBatchEnv& e, Out<float, -1, -1, ddppo::kJobFeatures> jobs,
+             Out<float, -1, ddppo::kClusterFeatures> cluster, Out<uint8_t, -1, -1> mask,
+             Out<float, -1> reward, Out<uint8_t, -1> done, Out<int64_t, -1> start,
+             Out<double, -1, 4> metrics) {
+            ddppo::Outputs out = outputs(e, jobs, cluster, mask, reward, done, start, metrics);
+            nb::gil_scoped_release release;
+            e.env.reset(out);
+          },
+          "Starts every environment on a new episode and writes the observations.")
+      .def(
+          "step",
+          [](PyBatchEnv& e, Out<int32_t, -1> actions, Out<float, -1, -1, ddppo::kJobFeatures> jobs,
+             Out<float, -1, ddppo::kClusterFeatures> cluster, Out<uint8_t, -1, -1> mask,
+             Out<float, -1> reward, Out<uint8_t, -1> done, Out<int64_t, -1> start,
+             Out<double, -1, 4> metrics) {
+            if (actions.shape(0) != e.env.size())
+              throw std::invalid_argument("one action per environment");
+            ddppo::Outputs out = outputs(e, jobs, cluster, mask, reward, done, start, metrics);
+            nb::gil_scoped_release release;
+            e.env.step(actions.data(), out);
+          },
+          "Applies one action per environment and writes what follows.")
+      .def(
+          "heuristic_actions",
+          [](const PyBatchEnv& e, Out<int32_t, -1> actions) {
+            if (actions.shape(0) != e.env.size())
+              throw std::invalid_argument("one action per environment");
+            e.env.heuristic_actions(actions.data());
+          },
+          "Writes the configured heuristic's pick among each environment's visible jobs.");
 }

@@ -54,7 +54,12 @@ void Simulator::pick(int32_t job) {
   auto it = std::find(queue_.begin(), queue_.end(), job);
   if (done_ || committed_ >= 0 || it == queue_.end())
     throw std::invalid_argument("job " + std::to_string(job) + " is not waiting");
-  queue_.erase(it);
+  pick_at(it - queue_.begin());
+}
+
+void Simulator::pick_at(size_t position) {
+  int32_t job = queue_[position];
+  queue_.erase(queue_.begin() + position);
   if (w_.procs[job] <= free_) {
     start(job);
   } else {
@@ -77,6 +82,14 @@ int32_t Simulator::pick_heuristic() const {
     default:
       return lowest([this](int32_t j) { return cached_[j - begin_]; });
   }
+}
+
+size_t Simulator::heuristic_position(size_t count) const {
+  size_t best = 0;
+  double best_score = std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k < count; ++k)
+    if (double s = priority(queue_[k]); s < best_score) best_score = s, best = k;
+  return best;
 }
 
 // The waiting job with the lowest key; ties go to the first in queue order.

@@ -35,7 +35,6 @@ class Simulator {
   void pick(int32_t job);
   const std::vector<double>& start_times() const { return start_; }
 
- private:
   struct Running {
     double estimated_end;  // start + requested_time: the EASY/conservative estimate
     int32_t job;
@@ -43,6 +42,14 @@ class Simulator {
       return estimated_end < o.estimated_end || (estimated_end == o.estimated_end && job < o.job);
     }
   };
+  // Running jobs by estimated end (jobs of runtime 0 never run).
+  const std::vector<Running>& running() const { return running_; }
+  // Picks the job at `position` of waiting() (the RL environment's action).
+  void pick_at(size_t position);
+  // The heuristic's pick among waiting()[0, count): its position there.
+  size_t heuristic_position(size_t count) const;
+
+ private:
   using Completion = std::pair<double, int32_t>;  // (end, job), min-heap
 
   int32_t pick_heuristic() const;

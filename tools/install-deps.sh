@@ -39,7 +39,7 @@ fi
 PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 
 # torch is pinned: an unpinned torch pulls a multi-GB CUDA build.
-"${PIP[@]}" install "torch==$TORCH_VERSION" numpy h5py pyyaml \
+"${PIP[@]}" install "torch==$TORCH_VERSION" numpy h5py pyyaml gymnasium \
     scikit-build-core nanobind cmake==3.31.6 ninja \
     pytest pytest-timeout hypothesis ruff clang-format==19.1.7
 # mpi4py compiles against the mpicc found above; rebuild it when the MPI changes.

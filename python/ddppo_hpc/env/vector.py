@@ -1,0 +1,111 @@
+"""A batch of scheduling environments stepped in C++ (the contract: ARCHITECTURE.md, "RL
+environment contract"; features and rewards: docs/environment.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ddppo_hpc import _core
+from ddppo_hpc.data.trace import Trace
+
+JOB_FEATURES = _core.JOB_FEATURES
+CLUSTER_FEATURES = _core.CLUSTER_FEATURES
+REWARDS = ("bsld", "wait", "utilization", "fairshare")
+EPISODE_METRICS = ("avg_bsld", "avg_wait", "utilization", "jain_user_bsld")
+
+
+class VecSchedulingEnv:
+    """`num_envs` environments, each on episodes of `window_jobs` consecutive jobs of `trace`
+    from seeded random starts (environment i uses seed `seed + i`).
+
+    Observations are the first `max_queue` waiting jobs in FCFS order (`jobs`, shape
+    [B, K, JOB_FEATURES]), cluster features ([B, CLUSTER_FEATURES]) and `action_mask`
+    ([B, K], True where a job can be picked). An action is a slot index. Finished episodes
+    restart at once: `terminated[i]` marks the step that ended one, whose metrics are in
+    `info`, and row i already shows the next episode. The returned arrays are reused by
+    the next step: copy what must outlive it.
+    """
+
+    def __init__(
+        self,
+        trace: Trace,
+        num_envs: int,
+        window_jobs: int = 1024,
+        max_queue: int = 128,
+        backfill: str = "easy",
+        policy: str = "fcfs",
+        reward: str = "bsld",
+        seed: int = 0,
+    ):
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be at least 1, not {num_envs}")
+        users, user_index = np.unique(trace.user, return_inverse=True)
+        groups, group_index = np.unique(trace.group, return_inverse=True)
+        self.trace = trace
+        self.num_envs, self.max_queue, self.window_jobs = num_envs, max_queue, window_jobs
+        self._core = _core.BatchEnv(
+            trace.id,
+            trace.submit,
+            trace.runtime,
+            trace.requested_time,
+            trace.procs,
+            trace.user,
+            user_index.astype(np.int32),
+            len(users),
+            group_index.astype(np.int32),
+            len(groups),
+            trace.machine_procs,
+            window_jobs,
+            max_queue,
+            policy,
+            backfill,
+            reward,
+            [seed + i for i in range(num_envs)],
+        )
+        b, k = num_envs, max_queue
+        self.jobs = np.zeros((b, k, JOB_FEATURES), dtype=np.float32)
+        self.cluster = np.zeros((b, CLUSTER_FEATURES), dtype=np.float32)
+        self.mask = np.zeros((b, k), dtype=np.uint8)
+        self.reward = np.zeros(b, dtype=np.float32)
+        self.done = np.zeros(b, dtype=np.uint8)
+        self.episode_start = np.zeros(b, dtype=np.int64)
+        self.episode_metrics = np.zeros((b, len(EPISODE_METRICS)), dtype=np.float64)
+        self._actions = np.zeros(b, dtype=np.int32)
+
+    def _outputs(self) -> tuple:
+        return (
+            self.jobs,
+            self.cluster,
+            self.mask,
+            self.reward,
+            self.done,
+            self.episode_start,
+            self.episode_metrics,
+        )
+
+    def observation(self) -> dict[str, np.ndarray]:
+        return {"jobs": self.jobs, "cluster": self.cluster, "action_mask": self.mask.view(bool)}
+
+    def reset(self) -> tuple[dict[str, np.ndarray], dict]:
+        self._core.reset(*self._outputs())
+        return self.observation(), {"episode_start": self.episode_start}
+
+    def step(self, actions: np.ndarray) -> tuple:
+        """(observation, reward, terminated, truncated, info), batched."""
+        self._actions[:] = actions
+        self._core.step(self._actions, *self._outputs())
+        terminated = self.done.view(bool)
+        info = {"episode_start": self.episode_start}
+        info.update({name: self.episode_metrics[:, k] for k, name in enumerate(EPISODE_METRICS)})
+        return self.observation(), self.reward, terminated, np.zeros_like(terminated), info
+
+    def heuristic_actions(self) -> np.ndarray:
+        """The backfill policy's heuristic pick among each environment's visible jobs."""
+        actions = np.zeros(self.num_envs, dtype=np.int32)
+        self._core.heuristic_actions(actions)
+        return actions
+
+    def random_actions(self, rng: np.random.Generator) -> np.ndarray:
+        """A uniformly random valid slot per environment."""
+        visible = self.mask.sum(axis=1)
+        return (rng.random(self.num_envs) * visible).astype(np.int32)

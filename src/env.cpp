@@ -1,0 +1,142 @@
+#include "env.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace ddppo {
+
+Reward parse_reward(const std::string& name) {
+  if (name == "bsld") return Reward::kBsld;
+  if (name == "wait") return Reward::kWait;
+  if (name == "utilization") return Reward::kUtilization;
+  if (name == "fairshare") return Reward::kFairshare;
+  throw std::invalid_argument("unknown reward '" + name + "' (bsld, wait, utilization, fairshare)");
+}
+
+BatchEnv::BatchEnv(const Workload& w, Accounts accounts, EnvConfig config,
+                   const std::vector<uint64_t>& seeds)
+    : w_(w), accounts_(accounts), config_(config) {
+  if (config_.window_jobs == 0 || config_.window_jobs > w_.size)
+    throw std::invalid_argument("episodes of " + std::to_string(config_.window_jobs) +
+                                " jobs do not fit a trace of " + std::to_string(w_.size));
+  if (config_.max_queue == 0) throw std::invalid_argument("the observation needs a job slot");
+  if (seeds.empty()) throw std::invalid_argument("a batch needs at least one environment");
+  envs_.resize(seeds.size());
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    envs_[i].rng.seed(seeds[i]);
+    envs_[i].running_procs.assign(accounts_.users, 0);
+    envs_[i].queued_work.assign(accounts_.users, 0);
+  }
+}
+
+void BatchEnv::start_episode(Env& e) {
+  e.begin = e.rng() % (w_.size - config_.window_jobs + 1);
+  e.sim.emplace(w_, e.begin, e.begin + config_.window_jobs, config_.machine_procs, config_.policy,
+                config_.backfill);
+}
+
+void BatchEnv::reset(Outputs out) {
+  for (size_t i = 0; i < envs_.size(); ++i) {
+    start_episode(envs_[i]);
+    out.reward[i] = 0;
+    out.done[i] = 0;
+    out.episode_start[i] = static_cast<int64_t>(envs_[i].begin);
+    observe(envs_[i], i, out);
+  }
+}
+
+void BatchEnv::step(const int32_t* actions, Outputs out) {
+  for (size_t i = 0; i < envs_.size(); ++i) {
+    Env& e = envs_[i];
+    size_t visible = std::min(config_.max_queue, e.sim->waiting().size());
+    size_t slot = actions[i] >= 0 && static_cast<size_t>(actions[i]) < visible ? actions[i] : 0;
+    e.sim->pick_at(slot);
+    out.reward[i] = 0;
+    out.done[i] = e.sim->done();
+    out.episode_start[i] = static_cast<int64_t>(e.begin);
+    if (e.sim->done()) {
+      out.reward[i] = finish_episode(e, out.episode_metrics + 4 * i);
+      start_episode(e);
+    }
+    observe(e, i, out);
+  }
+}
+
+// The sparse reward at the end of an episode, and its metrics.
+float BatchEnv::finish_episode(const Env& e, double* metrics) const {
+  Metrics m = compute_metrics(w_, e.begin, e.sim->start_times(), config_.machine_procs);
+  metrics[0] = m.avg_bsld;
+  metrics[1] = m.avg_wait;
+  metrics[2] = m.utilization;
+  metrics[3] = m.jain_user_bsld;
+  switch (config_.reward) {
+    case Reward::kBsld:
+      return static_cast<float>(-m.avg_bsld);
+    case Reward::kWait:
+      return static_cast<float>(-m.avg_wait / kTimeScale);
+    case Reward::kUtilization:
+      return static_cast<float>(m.utilization);
+    case Reward::kFairshare: {
+      // Bounded slowdown plus its spread across users (population standard deviation).
+      double mean = 0, square = 0;
+      for (double x : m.user_avg_bsld) mean += x, square += x * x;
+      mean /= m.user_avg_bsld.size();
+      double spread = std::sqrt(std::max(0.0, square / m.user_avg_bsld.size() - mean * mean));
+      return static_cast<float>(-(m.avg_bsld + spread));
+    }
+  }
+  return 0;
+}
+
+void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
+  const Simulator& s = *e.sim;
+  const size_t K = config_.max_queue;
+  const double machine = config_.machine_procs, now = s.now();
+  float* jobs = out.jobs + i * K * kJobFeatures;
+  uint8_t* mask = out.mask + i * K;
+  std::memset(jobs, 0, K * kJobFeatures * sizeof(float));
+  std::memset(mask, 0, K);
+  const std::vector<int32_t>& queue = s.waiting();
+  const size_t visible = std::min(K, queue.size());
+  double remaining = 0;
+  for (const auto& r : s.running()) {
+    e.running_procs[accounts_.user[r.job]] += w_.procs[r.job];
+    remaining += w_.procs[r.job] * std::max(r.estimated_end - now, 0.0);
+  }
+  for (size_t k = 0; k < visible; ++k)
+    e.queued_work[accounts_.user[queue[k]]] += w_.procs[queue[k]] * w_.requested_time[queue[k]];
+  for (size_t k = 0; k < visible; ++k) {
+    int32_t j = queue[k];
+    int32_t u = accounts_.user[j];
+    float* f = jobs + k * kJobFeatures;
+    f[0] = static_cast<float>(std::min((now - w_.submit[j]) / kTimeScale, 1.0));
+    f[1] = static_cast<float>(std::min(w_.requested_time[j] / kTimeScale, 1.0));
+    f[2] = static_cast<float>(w_.procs[j] / machine);
+    f[3] = static_cast<float>((u + 1.0) / (accounts_.users + 1.0));
+    f[4] = static_cast<float>((accounts_.group[j] + 1.0) / (accounts_.groups + 1.0));
+    f[5] = w_.procs[j] <= s.free_procs() ? 1.0f : 0.0f;
+    f[6] = static_cast<float>(e.running_procs[u] / machine);
+    f[7] = static_cast<float>(std::min(e.queued_work[u] / (machine * kTimeScale), 1.0));
+    f[8] = 1.0f;
+    mask[k] = 1;
+  }
+  for (const auto& r : s.running()) e.running_procs[accounts_.user[r.job]] = 0;
+  for (size_t k = 0; k < visible; ++k) e.queued_work[accounts_.user[queue[k]]] = 0;
+  float* c = out.cluster + i * kClusterFeatures;
+  c[0] = static_cast<float>(s.free_procs() / machine);
+  c[1] = static_cast<float>(std::min(remaining / (machine * kTimeScale), 1.0));
+  c[2] = static_cast<float>(std::min(static_cast<double>(queue.size()) / K, 1.0));
+}
+
+void BatchEnv::heuristic_actions(int32_t* actions) const {
+  for (size_t i = 0; i < envs_.size(); ++i) {
+    const Simulator& s = *envs_[i].sim;
+    actions[i] =
+        static_cast<int32_t>(s.heuristic_position(std::min(config_.max_queue, s.waiting().size())));
+  }
+}
+
+}  // namespace ddppo

@@ -1,0 +1,86 @@
+// A batch of RL scheduling environments over the simulator (ARCHITECTURE.md, "RL
+// environment contract"). Each environment runs episodes of `window_jobs` consecutive jobs
+// of a shared workload, from seeded random starts; one step() applies one action per
+// environment and writes observations, masks, rewards and episode ends into caller-owned
+// arrays. Features and their normalisation: docs/environment.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "metrics.hpp"
+#include "policy.hpp"
+#include "simulator.hpp"
+#include "workload.hpp"
+
+namespace ddppo {
+
+enum class Reward { kBsld, kWait, kUtilization, kFairshare };
+Reward parse_reward(const std::string& name);
+
+constexpr size_t kJobFeatures = 9;
+constexpr size_t kClusterFeatures = 3;
+constexpr double kTimeScale = 12 * 3600;  // waits, requests and work are in units of 12 h
+
+struct EnvConfig {
+  int32_t machine_procs;
+  size_t window_jobs;
+  size_t max_queue;  // K: waiting jobs shown, in FCFS order
+  Policy policy;     // orders backfill scans (and the heuristic helper)
+  Backfill backfill;
+  Reward reward;
+};
+
+// Per-job dense ids (0-based) of users and groups, for the multi-user features.
+struct Accounts {
+  const int32_t* user = nullptr;
+  int32_t users = 0;
+  const int32_t* group = nullptr;
+  int32_t groups = 0;
+};
+
+// Where step() and reset() write, one row per environment.
+struct Outputs {
+  float* jobs;              // [B, K, kJobFeatures]
+  float* cluster;           // [B, kClusterFeatures]
+  uint8_t* mask;            // [B, K]: 1 where a job can be picked
+  float* reward;            // [B]
+  uint8_t* done;            // [B]: the episode ended at this step (the row shows the next)
+  int64_t* episode_start;   // [B]: the window start of the episode that ended, or is running
+  double* episode_metrics;  // [B, 4]: avg_bsld, avg_wait, utilization, jain of ended ones
+};
+
+class BatchEnv {
+ public:
+  BatchEnv(const Workload& w, Accounts accounts, EnvConfig config,
+           const std::vector<uint64_t>& seeds);
+  size_t size() const { return envs_.size(); }
+  void reset(Outputs out);
+  // Actions are slots of the observation; a slot without a job picks slot 0.
+  void step(const int32_t* actions, Outputs out);
+  // The configured heuristic's pick among each environment's visible jobs.
+  void heuristic_actions(int32_t* actions) const;
+
+ private:
+  struct Env {
+    std::mt19937_64 rng;
+    size_t begin = 0;
+    std::optional<Simulator> sim;
+    std::vector<int32_t> running_procs;  // per user, scratch for the features
+    std::vector<double> queued_work;     // per user, scratch
+  };
+  void start_episode(Env& e);
+  float finish_episode(const Env& e, double* metrics) const;
+  void observe(Env& e, size_t i, Outputs out) const;
+
+  Workload w_;
+  Accounts accounts_;
+  EnvConfig config_;
+  std::vector<Env> envs_;
+};
+
+}  // namespace ddppo

@@ -1,0 +1,155 @@
+"""The RL environment: exact against the simulator, observations, rewards, Gymnasium API."""
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from reference_sim import Job
+from simhelpers import trace_of
+
+from ddppo_hpc.data.synthetic import generate
+from ddppo_hpc.env import EPISODE_METRICS, SchedulingEnv, VecSchedulingEnv
+from ddppo_hpc.sim import BACKFILLS, POLICIES, simulate
+
+WINDOW = 150
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return generate(3000, machine_procs=64, seed=5)
+
+
+@pytest.mark.parametrize("backfill", BACKFILLS)
+@pytest.mark.parametrize("policy", POLICIES)
+def test_heuristic_through_env_equals_the_simulator(trace, policy, backfill):
+    # Every waiting job is visible (K = window), so the helper sees what the simulator sees.
+    env = VecSchedulingEnv(
+        trace, 3, window_jobs=WINDOW, max_queue=WINDOW, backfill=backfill, policy=policy, seed=11
+    )
+    env.reset()
+    checked = 0
+    while checked < 6:
+        _, _, terminated, _, info = env.step(env.heuristic_actions())
+        for i in np.flatnonzero(terminated):
+            start = int(info["episode_start"][i])
+            expected = simulate(trace, policy, backfill, start=start, jobs=WINDOW).metrics
+            assert {m: info[m][i] for m in EPISODE_METRICS} == {
+                m: expected[m] for m in EPISODE_METRICS
+            }
+            checked += 1
+
+
+def tiny_env(**options):
+    # 4 procs. Job 1 (user 7, 3 procs) starts at 0 and runs to 100; jobs 2..4 wait at t=10.
+    jobs = [
+        Job(1, 0, 100, 3, 200, 7),
+        Job(2, 10, 5, 2, 10, 8),
+        Job(3, 10, 5, 1, 7200, 7),
+        Job(4, 10, 50, 4, 50, 8),
+    ]
+    trace = trace_of(jobs, 4)
+    return VecSchedulingEnv(trace, 1, window_jobs=4, max_queue=3, **options)
+
+
+def test_observation_features_by_hand():
+    env = tiny_env(backfill="none")
+    obs, info = env.reset()
+    assert info["episode_start"][0] == 0
+    # At t=0 the only decision is job 1 alone in the queue.
+    assert obs["action_mask"][0].tolist() == [True, False, False]
+    obs, reward, terminated, _, _ = env.step(np.array([0]))
+    assert not terminated[0] and reward[0] == 0
+    jobs, cluster = obs["jobs"][0], obs["cluster"][0]
+    assert obs["action_mask"][0].tolist() == [True, True, True]
+    half_day = 12 * 3600
+    # Job 2: waited 0 s, asks 10 s, 2 of 4 procs, user 8 (second of 2 users), cannot start
+    # (1 proc free), user 8 runs nothing, queued work of user 8: 2*10 + 4*50 proc-seconds.
+    expected = [0, 10 / half_day, 0.5, 2 / 3, 1 / 2, 0, 0, 220 / (4 * half_day), 1]
+    assert jobs[0].tolist() == pytest.approx(expected)
+    # Job 3: user 7 runs 3 of 4 procs; it fits in the free proc.
+    assert jobs[1][5] == 1 and jobs[1][6] == pytest.approx(0.75)
+    assert jobs[1][1] == pytest.approx(7200 / half_day)
+    # Cluster: 1 of 4 procs free; job 1 has 190 s of its 200 s request left on 3 procs.
+    assert cluster.tolist() == pytest.approx([0.25, 3 * 190 / (4 * half_day), 1.0])
+
+
+def test_invalid_actions_pick_the_oldest_job_and_rewards_come_at_the_end():
+    env = tiny_env(backfill="none", reward="wait")
+    env.reset()
+    env.step(np.array([0]))
+    _, _, terminated, _, _ = env.step(np.array([99]))  # out of range: slot 0 (job 2)
+    rewards = []
+    while not terminated[0]:
+        _, reward, terminated, _, info = env.step(np.array([0]))
+        rewards.append(float(reward[0]))
+    assert rewards[:-1] == [0.0] * (len(rewards) - 1)
+    assert rewards[-1] == pytest.approx(-info["avg_wait"][0] / (12 * 3600))
+
+
+@pytest.mark.parametrize("reward", ["bsld", "utilization", "fairshare"])
+def test_episode_rewards(trace, reward):
+    env = VecSchedulingEnv(trace, 2, window_jobs=100, max_queue=100, reward=reward, seed=3)
+    env.reset()
+    while True:
+        _, r, terminated, _, info = env.step(env.heuristic_actions())
+        if terminated.any():
+            break
+    i = int(np.flatnonzero(terminated)[0])
+    result = simulate(trace, "fcfs", "easy", start=int(info["episode_start"][i]), jobs=100)
+    users = result.metrics["user_avg_bsld"]
+    expected = {
+        "bsld": -result.metrics["avg_bsld"],
+        "utilization": result.metrics["utilization"],
+        "fairshare": -(result.metrics["avg_bsld"] + np.std(users)),
+    }[reward]
+    assert r[i] == pytest.approx(expected, rel=1e-6)
+
+
+def test_seeded_and_deterministic(trace):
+    def run(seed):
+        env = VecSchedulingEnv(trace, 4, window_jobs=200, seed=seed)
+        _, info = env.reset()
+        rng = np.random.default_rng(0)
+        frames = [info["episode_start"].copy()]
+        for _ in range(300):
+            obs, *_ = env.step(env.random_actions(rng))
+            frames.append(obs["jobs"].copy())
+        return frames
+
+    a, b, c = run(1), run(1), run(2)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not np.array_equal(a[0], c[0])
+    assert len(set(a[0].tolist())) == 4  # environments start on different windows
+
+
+def test_random_actions_are_valid(trace):
+    env = VecSchedulingEnv(trace, 8, window_jobs=300, max_queue=16, seed=4)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        actions = env.random_actions(rng)
+        assert obs["action_mask"][np.arange(8), actions].all()
+        obs, *_ = env.step(actions)
+
+
+def test_gymnasium_api(trace):
+    env = SchedulingEnv(trace, window_jobs=64, max_queue=32, seed=9)
+    check_env(env, skip_render_check=True)
+    obs, info = env.reset(seed=4)
+    again, _ = env.reset(seed=4)
+    assert np.array_equal(obs["jobs"], again["jobs"])
+    total = 0
+    while True:
+        obs, reward, terminated, truncated, info = env.step(env.heuristic_action())
+        total += 1
+        if terminated:
+            break
+    assert reward == pytest.approx(-info["avg_bsld"], rel=1e-6) and total <= 64
+
+
+def test_bad_configuration(trace):
+    with pytest.raises(ValueError, match="episodes of 5000 jobs do not fit a trace of 3000"):
+        VecSchedulingEnv(trace, 1, window_jobs=5000)
+    with pytest.raises(ValueError, match="unknown reward 'speed'"):
+        VecSchedulingEnv(trace, 1, reward="speed")
+    with pytest.raises(ValueError, match="unknown backfill"):
+        VecSchedulingEnv(trace, 1, backfill="aggressive")
