@@ -38,6 +38,7 @@ format: $(DEPS)
 bench: $(BUILT)
 	$(PY) bench/sim_throughput.py --traces $(TRACES)
 	$(PY) bench/data_scale.py --traces $(TRACES)
+	$(PY) bench/env_throughput.py --traces $(TRACES)
 
 setup: $(DEPS)
 build: $(BUILT)

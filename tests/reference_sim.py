@@ -16,6 +16,9 @@ BACKFILLS = ("none", "easy", "conservative")
 
 # on_shadow(t, head_id, shadow_time): called at every EASY scan (debug hook for the tests).
 ShadowHook = Callable[[float, int, float], None]
+# choose(waiting jobs in policy order) -> the job to pick: another picker than the policy's
+# (the benchmarks drive it with random picks, like an RL agent).
+ChooseHook = Callable[[list["Job"]], "Job"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class _Sim:
     policy: str
     backfill: str
     on_shadow: ShadowHook | None
+    choose: ChooseHook | None = None
     free: int = 0
     waiting: list[Job] = field(default_factory=list)
     running: list[tuple[float, Job]] = field(default_factory=list)  # (start, job)
@@ -131,7 +135,7 @@ class _Sim:
             self.start(self.committed, t)
             self.committed = None
         while self.waiting:
-            job = self.ordered(t)[0]
+            job = self.choose(self.ordered(t)) if self.choose else self.ordered(t)[0]
             if job.procs > self.free:
                 self.waiting.remove(job)
                 self.committed = job
@@ -189,11 +193,12 @@ def simulate(
     policy: str,
     backfill: str,
     on_shadow: ShadowHook | None = None,
+    choose: ChooseHook | None = None,
 ) -> dict[int, float]:
     """Start time of every job; `jobs` are cleaned and ordered by (submit, id)."""
     if not jobs:
         return {}
-    sim = _Sim(policy, backfill, on_shadow, free=machine_procs)
+    sim = _Sim(policy, backfill, on_shadow, choose, free=machine_procs)
     next_arrival = 0
     t = jobs[0].submit
     while True:

@@ -83,12 +83,14 @@ def test_several_logs_make_one_history(log, tmp_path):
 def test_streaming_and_partitions_for_ranks(log, tmp_path):
     convert.convert([log], tmp_path / "ds", partitions=4)
     store = TraceStore(tmp_path / "ds")
-    assert [store.partitions_for(r, 2) for r in range(2)] == [[0, 2], [1, 3]]
+    assert [store.partitions_for(r, 2) for r in range(2)] == [[0, 1], [2, 3]]
+    assert [store.partitions_for(r, 3) for r in range(3)] == [[0], [1], [2, 3]]
     assert store.partitions_for(5, 6) == [1]  # more ranks than partitions: shared
     chunks = list(store.stream(store.partitions_for(0, 2), chunk_rows=1))
     assert all(len(c["id"]) == 1 for c in chunks)
     ids = np.concatenate([c["id"] for c in chunks]).tolist()
-    assert ids == [1, 5]  # partitions 0 and 2 of [1,2], [5], [6], [7]... as split 1/1/1/2
+    assert ids == [1, 2]  # partitions [1], [2], [5], [6, 7]
+    assert store.rank_trace(1, 2).id.tolist() == [5, 6, 7]
 
 
 def test_episode_sampler_is_seeded_and_reads_consecutive_jobs(tmp_path):

@@ -212,11 +212,18 @@ class TraceStore:
         return int(self.manifest["jobs"])
 
     def partitions_for(self, rank: int, world: int) -> list[int]:
-        """A rank's own partitions: round robin; with more ranks than partitions, ranks share."""
+        """A rank's own partitions: a contiguous block, so its jobs form one stretch of time;
+        with more ranks than partitions, ranks share them."""
         count = len(self.partitions)
         if world <= count:
-            return list(range(rank, count, world))
+            return list(range(rank * count // world, (rank + 1) * count // world))
         return [rank % count]
+
+    def rank_trace(self, rank: int, world: int) -> Trace:
+        """A rank's share of the store as one Trace (its partitions are contiguous)."""
+        mine = self.partitions_for(rank, world)
+        first = self.partitions[mine[0]]["first_job"]
+        return self.trace(first, sum(self.partitions[k]["jobs"] for k in mine))
 
     def _open(self, k: int) -> h5py.File:
         path = self.path / self.partitions[k]["file"]
