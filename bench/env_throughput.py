@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from reference_sim import Job  # noqa: E402
 from reference_sim import simulate as simulate_py  # noqa: E402
+from simhelpers import jobs_of  # noqa: E402
 
 from ddppo_hpc.data import convert, read_swf  # noqa: E402
 from ddppo_hpc.data.store import TraceStore  # noqa: E402
@@ -60,16 +61,7 @@ def reference_rate(trace: Trace, seconds: float) -> float:
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
         first = rng.randrange(len(trace) - WINDOW + 1)
-        jobs = [
-            Job(
-                int(trace.id[i]),
-                float(trace.submit[i]),
-                float(trace.runtime[i]),
-                int(trace.procs[i]),
-                float(trace.requested_time[i]),
-            )
-            for i in range(first, first + WINDOW)
-        ]
+        jobs = jobs_of(trace, first, first + WINDOW)
         simulate_py(jobs, trace.machine_procs, "fcfs", "easy", choose=choose)
     return decisions / (time.perf_counter() - start)
 

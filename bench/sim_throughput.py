@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from reference_sim import Job  # noqa: E402
 from reference_sim import simulate as simulate_py  # noqa: E402
+from simhelpers import jobs_of  # noqa: E402
 
 from ddppo_hpc.data import Trace, read_swf  # noqa: E402
 from ddppo_hpc.sim import BACKFILLS, POLICIES, simulate  # noqa: E402
@@ -36,14 +37,6 @@ def best_of(repeat: int, fn, *args) -> float:
         fn(*args)
         times.append(time.perf_counter() - start)
     return min(times)
-
-
-def reference_jobs(trace: Trace, n: int) -> list[Job]:
-    return [
-        Job(int(trace.id[i]), float(trace.submit[i]), float(trace.runtime[i]),
-            int(trace.procs[i]), float(trace.requested_time[i]), int(trace.user[i]))
-        for i in range(n)
-    ]  # fmt: skip
 
 
 def bench_row(trace: Trace, jobs: list[Job], policy: str, backfill: str, repeat: int) -> str:
@@ -73,7 +66,7 @@ def main() -> int:
     )
     for name in TRACES:
         trace = read_swf(Path(args.traces) / name)
-        everything = reference_jobs(trace, len(trace))
+        everything = jobs_of(trace)
         for policy in POLICIES:
             for backfill in BACKFILLS:
                 jobs = everything[: args.window] if backfill == "conservative" else everything

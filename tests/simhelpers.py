@@ -1,4 +1,4 @@
-"""Builds C++-side traces from the reference's Job lists, so both see the same jobs."""
+"""Converts between the reference's Job lists and the C++ side's Traces."""
 
 import numpy as np
 from reference_sim import Job
@@ -20,3 +20,12 @@ def trace_of(jobs: list[Job], machine_procs: int) -> Trace:
         queue=np.full(len(jobs), -1, dtype=np.int64),
         machine_procs=machine_procs,
     )
+
+
+def jobs_of(trace: Trace, begin: int = 0, end: int | None = None) -> list[Job]:
+    """The reference's Jobs for rows begin .. end-1 of a Trace."""
+    return [
+        Job(int(trace.id[i]), float(trace.submit[i]), float(trace.runtime[i]),
+            int(trace.procs[i]), float(trace.requested_time[i]), int(trace.user[i]))
+        for i in range(begin, len(trace) if end is None else end)
+    ]  # fmt: skip

@@ -2,8 +2,8 @@
 
 import pytest
 from conftest import traces_dir
-from reference_sim import Job, metrics, simulate
-from simhelpers import trace_of
+from reference_sim import metrics, simulate
+from simhelpers import jobs_of, trace_of
 
 from ddppo_hpc.data import convert, read_swf
 from ddppo_hpc.data.store import TraceStore
@@ -44,17 +44,7 @@ def test_cpp_equals_reference_on_a_real_window(policy, backfill):
     """300 jobs of HPC2N: real sizes, real estimates, ids with gaps."""
     trace = load("HPC2N-2002-excerpt-3170.swf.gz")
     begin, end = 1000, 1300
-    jobs = [
-        Job(
-            int(trace.id[i]),
-            float(trace.submit[i]),
-            float(trace.runtime[i]),
-            int(trace.procs[i]),
-            float(trace.requested_time[i]),
-            int(trace.user[i]),
-        )
-        for i in range(begin, end)
-    ]
+    jobs = jobs_of(trace, begin, end)
     result = simulate_cpp(trace, policy, backfill, start=begin, jobs=end - begin)
     expected = simulate(jobs, trace.machine_procs, policy, backfill)
     assert dict(zip(trace.id[begin:end].tolist(), result.start_time.tolist())) == expected
@@ -64,16 +54,7 @@ def test_cpp_equals_reference_on_a_real_window(policy, backfill):
 
 def test_window_clock_starts_at_first_job_and_is_independent_of_earlier_jobs():
     trace = load("lublin_256.swf.gz")
-    jobs = [
-        Job(
-            int(trace.id[i]),
-            float(trace.submit[i]),
-            float(trace.runtime[i]),
-            int(trace.procs[i]),
-            float(trace.requested_time[i]),
-        )
-        for i in range(500, 600)
-    ]
+    jobs = jobs_of(trace, 500, 600)
     window = simulate_cpp(trace, "sjf", "easy", start=500, jobs=100)
     alone = simulate_cpp(trace_of(jobs, 256), "sjf", "easy")
     assert window.start_time.tolist() == alone.start_time.tolist()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ddppo_hpc.data.store import CORE_COLUMNS
 from ddppo_hpc.data.swf import read_bytes
 from ddppo_hpc.data.trace import DROP_REASONS, TraceError
 
@@ -36,19 +37,10 @@ ALIBABA_PODS_HEADER = (
 )
 ALIBABA_NODES_HEADER = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 
-CORE_DTYPES = {
-    "id": np.int64,
-    "submit": np.float64,
-    "runtime": np.float64,
-    "requested_time": np.float64,
-    "procs": np.int32,
-    "user": np.int64,
-    "group": np.int64,
-    "queue": np.int64,
-}
-PHILLY_DTYPES = {**CORE_DTYPES, "gpu_time": np.float64, "virtual_cluster": np.int64}
+
+PHILLY_DTYPES = {**CORE_COLUMNS, "gpu_time": np.float64, "virtual_cluster": np.int64}
 ALIBABA_DTYPES = {
-    **CORE_DTYPES,
+    **CORE_COLUMNS,
     "cpu_milli": np.int64,
     "memory_mib": np.int64,
     "num_gpu": np.int32,
@@ -64,7 +56,7 @@ ALIBABA_DTYPES = {
 class GpuTrace:
     """Cleaned jobs of a GPU trace, ordered by (submit, id).
 
-    `columns` holds the core columns of `CORE_DTYPES` (`id` is the job's 1-based row in the
+    `columns` holds the core columns of `CORE_COLUMNS` (`id` is the job's 1-based row in the
     file, `submit` is relative to the earliest kept submit, `requested_time` = `runtime` as
     these traces have no user estimate, `procs` = GPUs, -1 = unknown) and the trace's extra
     columns (`PHILLY_DTYPES`, `ALIBABA_DTYPES`); category columns index lists in `meta`.

@@ -37,6 +37,10 @@ class Trace:
     def __len__(self) -> int:
         return len(self.id)
 
+    def core_columns(self) -> tuple[np.ndarray, ...]:
+        """What the C++ core reads, in its argument order."""
+        return (self.id, self.submit, self.runtime, self.requested_time, self.procs, self.user)
+
 
 @dataclass(frozen=True)
 class Cleaning:

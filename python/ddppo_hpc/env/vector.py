@@ -44,12 +44,7 @@ class VecSchedulingEnv:
         self.trace = trace
         self.num_envs, self.max_queue, self.window_jobs = num_envs, max_queue, window_jobs
         self._core = _core.BatchEnv(
-            trace.id,
-            trace.submit,
-            trace.runtime,
-            trace.requested_time,
-            trace.procs,
-            trace.user,
+            *trace.core_columns(),
             user_index.astype(np.int32),
             len(users),
             group_index.astype(np.int32),

@@ -51,17 +51,7 @@ def simulate(
         raise ValueError(f"--jobs must be positive, not {jobs}")
     end = len(trace) if jobs is None else min(len(trace), start + jobs)
     start_time, metrics = _core.simulate(
-        trace.id,
-        trace.submit,
-        trace.runtime,
-        trace.requested_time,
-        trace.procs,
-        trace.user,
-        trace.machine_procs,
-        policy,
-        backfill,
-        start,
-        end,
+        *trace.core_columns(), trace.machine_procs, policy, backfill, start, end
     )
     return SimResult(start, end, start_time, metrics)
 
