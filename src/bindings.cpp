@@ -178,5 +178,24 @@ NB_MODULE(_core, m) {
               throw std::invalid_argument("one action per environment");
             e.env.heuristic_actions(actions.data());
           },
-          "Writes the configured heuristic's pick among each environment's visible jobs.");
+          "Writes the configured heuristic's pick among each environment's visible jobs.")
+      .def(
+          "episodes", [](const PyBatchEnv& e, size_t i) { return e.env.episodes(i); }, "i"_a,
+          "Episodes started so far by environment i, the current one included.")
+      .def(
+          "restore",
+          [](PyBatchEnv& e, size_t i, uint64_t episode, const std::vector<int32_t>& actions) {
+            e.env.restore(i, episode, actions);
+          },
+          "i"_a, "episode"_a, "actions"_a,
+          "Puts environment i back in episode `episode` (0-based) after `actions`.")
+      .def(
+          "observe",
+          [](PyBatchEnv& e, Out<float, -1, -1, ddppo::kJobFeatures> jobs,
+             Out<float, -1, ddppo::kClusterFeatures> cluster, Out<uint8_t, -1, -1> mask,
+             Out<float, -1> reward, Out<uint8_t, -1> done, Out<int64_t, -1> start,
+             Out<double, -1, 4> metrics) {
+            e.env.observe(outputs(e, jobs, cluster, mask, reward, done, start, metrics));
+          },
+          "Writes every environment's current observation.");
 }

@@ -26,20 +26,33 @@ BatchEnv::BatchEnv(const Workload& w, Accounts accounts, EnvConfig config,
   if (seeds.empty()) throw std::invalid_argument("a batch needs at least one environment");
   envs_.resize(seeds.size());
   for (size_t i = 0; i < seeds.size(); ++i) {
-    envs_[i].rng.seed(seeds[i]);
+    envs_[i].seed = seeds[i];
     envs_[i].running_procs.assign(accounts_.users, 0);
     envs_[i].queued_work.assign(accounts_.users, 0);
   }
 }
 
+namespace {
+// SplitMix64 (Steele, Lea and Flood, OOPSLA 2014): a counter-based generator, so that an
+// environment's n-th episode can be found again without replaying the ones before.
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
 void BatchEnv::start_episode(Env& e) {
-  e.begin = e.rng() % (w_.size - config_.window_jobs + 1);
+  uint64_t draw = splitmix64(e.seed ^ splitmix64(e.episode));
+  e.begin = draw % (w_.size - config_.window_jobs + 1);
   e.sim.emplace(w_, e.begin, e.begin + config_.window_jobs, config_.machine_procs, config_.policy,
                 config_.backfill);
 }
 
 void BatchEnv::reset(Outputs out) {
   for (size_t i = 0; i < envs_.size(); ++i) {
+    envs_[i].episode = 0;
     start_episode(envs_[i]);
     out.reward[i] = 0;
     out.done[i] = 0;
@@ -51,17 +64,39 @@ void BatchEnv::reset(Outputs out) {
 void BatchEnv::step(const int32_t* actions, Outputs out) {
   for (size_t i = 0; i < envs_.size(); ++i) {
     Env& e = envs_[i];
-    size_t visible = std::min(config_.max_queue, e.sim->waiting().size());
-    size_t slot = actions[i] >= 0 && static_cast<size_t>(actions[i]) < visible ? actions[i] : 0;
-    e.sim->pick_at(slot);
+    act(e, actions[i]);
     out.reward[i] = 0;
     out.done[i] = e.sim->done();
     out.episode_start[i] = static_cast<int64_t>(e.begin);
     if (e.sim->done()) {
       out.reward[i] = finish_episode(e, out.episode_metrics + 4 * i);
+      ++e.episode;
       start_episode(e);
     }
     observe(e, i, out);
+  }
+}
+
+void BatchEnv::act(Env& e, int32_t action) {
+  size_t visible = std::min(config_.max_queue, e.sim->waiting().size());
+  e.sim->pick_at(action >= 0 && static_cast<size_t>(action) < visible ? action : 0);
+}
+
+void BatchEnv::restore(size_t i, uint64_t episode, const std::vector<int32_t>& actions) {
+  Env& e = envs_.at(i);
+  e.episode = episode;
+  start_episode(e);
+  for (int32_t a : actions) {
+    if (e.sim->done()) throw std::invalid_argument("more actions than the episode has decisions");
+    act(e, a);
+  }
+  if (e.sim->done()) throw std::invalid_argument("the actions end the episode");
+}
+
+void BatchEnv::observe(Outputs out) {
+  for (size_t i = 0; i < envs_.size(); ++i) {
+    out.episode_start[i] = static_cast<int64_t>(envs_[i].begin);
+    observe(envs_[i], i, out);
   }
 }
 

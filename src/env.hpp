@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -64,16 +63,24 @@ class BatchEnv {
   void step(const int32_t* actions, Outputs out);
   // The configured heuristic's pick among each environment's visible jobs.
   void heuristic_actions(int32_t* actions) const;
+  // Episodes started so far by environment i, the current one included.
+  uint64_t episodes(size_t i) const { return envs_[i].episode + 1; }
+  // Puts environment i back in its episode number `episode` after `actions` (for resuming
+  // from a checkpoint); observe() then writes the observations.
+  void restore(size_t i, uint64_t episode, const std::vector<int32_t>& actions);
+  void observe(Outputs out);
 
  private:
   struct Env {
-    std::mt19937_64 rng;
+    uint64_t seed = 0;
+    uint64_t episode = 0;  // numbers the episodes: the window start is a hash of both
     size_t begin = 0;
     std::optional<Simulator> sim;
     std::vector<int32_t> running_procs;  // per user, scratch for the features
     std::vector<double> queued_work;     // per user, scratch
   };
   void start_episode(Env& e);
+  void act(Env& e, int32_t action);
   float finish_episode(const Env& e, double* metrics) const;
   void observe(Env& e, size_t i, Outputs out) const;
 

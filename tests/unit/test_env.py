@@ -153,3 +153,20 @@ def test_bad_configuration(trace):
         VecSchedulingEnv(trace, 1, reward="speed")
     with pytest.raises(ValueError, match="unknown backfill"):
         VecSchedulingEnv(trace, 1, backfill="aggressive")
+
+
+def test_state_restores_every_environment_mid_episode(trace):
+    env = VecSchedulingEnv(trace, 3, window_jobs=120, max_queue=32, seed=5)
+    env.reset()
+    rng = np.random.default_rng(2)
+    for _ in range(150):
+        env.step(env.random_actions(rng))
+    state = env.state()
+    again = VecSchedulingEnv(trace, 3, window_jobs=120, max_queue=32, seed=5)
+    obs = again.load_state(state)
+    assert np.array_equal(obs["jobs"], env.jobs)
+    for _ in range(150):
+        actions = env.random_actions(rng)
+        a, ra, ta, _, _ = env.step(actions)
+        b, rb, tb, _, _ = again.step(actions)
+        assert np.array_equal(a["jobs"], b["jobs"]) and np.array_equal(ra, rb)

@@ -66,6 +66,9 @@ class VecSchedulingEnv:
         self.episode_start = np.zeros(b, dtype=np.int64)
         self.episode_metrics = np.zeros((b, len(EPISODE_METRICS)), dtype=np.float64)
         self._actions = np.zeros(b, dtype=np.int32)
+        # The current episode's actions, per environment: enough to resume it exactly.
+        self._log = np.zeros((b, window_jobs), dtype=np.int32)
+        self._logged = np.zeros(b, dtype=np.int64)
 
     def _outputs(self) -> tuple:
         return (
@@ -83,13 +86,33 @@ class VecSchedulingEnv:
 
     def reset(self) -> tuple[dict[str, np.ndarray], dict]:
         self._core.reset(*self._outputs())
+        self._logged[:] = 0
         return self.observation(), {"episode_start": self.episode_start}
+
+    def state(self) -> dict:
+        """Where every environment stands: its episode number and that episode's actions."""
+        return {
+            "episodes": [self._core.episodes(i) - 1 for i in range(self.num_envs)],
+            "actions": [self._log[i, : self._logged[i]].tolist() for i in range(self.num_envs)],
+        }
+
+    def load_state(self, state: dict) -> dict[str, np.ndarray]:
+        """Puts every environment back where `state()` found it; returns the observation."""
+        for i, (episode, actions) in enumerate(zip(state["episodes"], state["actions"])):
+            self._core.restore(i, episode, actions)
+            self._log[i, : len(actions)] = actions
+            self._logged[i] = len(actions)
+        self._core.observe(*self._outputs())
+        return self.observation()
 
     def step(self, actions: np.ndarray) -> tuple:
         """(observation, reward, terminated, truncated, info), batched."""
         self._actions[:] = actions
         self._core.step(self._actions, *self._outputs())
         terminated = self.done.view(bool)
+        self._log[np.arange(self.num_envs), self._logged] = self._actions
+        self._logged += 1
+        self._logged[terminated] = 0
         info = {"episode_start": self.episode_start}
         info.update({name: self.episode_metrics[:, k] for k, name in enumerate(EPISODE_METRICS)})
         return self.observation(), self.reward, terminated, np.zeros_like(terminated), info
