@@ -9,10 +9,9 @@ from mpi4py import MPI
 
 @pytest.fixture(scope="module", autouse=True)
 def horovod():
-    # Horovod on the communicator mpi4py already initialised, as the trainer does.
+    # Horovod on the communicator mpi4py already initialised, as the trainer does; it stays
+    # up for the training tests that follow in this process.
     hvd.init(comm=MPI.COMM_WORLD)
-    yield
-    hvd.shutdown()
 
 
 def test_horovod_uses_the_mpi4py_world():

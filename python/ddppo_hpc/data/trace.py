@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -36,6 +36,11 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self.id)
+
+    def slice(self, start: int, stop: int) -> Trace:
+        """Jobs start .. stop-1, on the same machine."""
+        columns = ("id", "submit", "runtime", "requested_time", "procs", "user", "group", "queue")
+        return replace(self, **{name: getattr(self, name)[start:stop] for name in columns})
 
     def core_columns(self) -> tuple[np.ndarray, ...]:
         """What the C++ core reads, in its argument order."""

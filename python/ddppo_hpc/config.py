@@ -1,0 +1,178 @@
+"""Typed training configuration: one dataclass per component, loaded from YAML, overridden
+from the command line (`ppo.lr=1e-4`), validated with messages that name the key."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the file or key."""
+
+
+@dataclass
+class DataConfig:
+    trace: str = "synthetic"  # "synthetic", an SWF file or a dataset directory
+    synthetic_jobs: int = 20_000  # jobs per rank of the embedded workload
+    machine_procs: int = 256  # machine of the embedded workload
+
+
+@dataclass
+class EnvConfig:
+    num_envs: int = 16  # environments per rank
+    window_jobs: int = 256  # jobs per episode
+    max_queue: int = 64  # K: job slots in the observation
+    backfill: str = "easy"  # none | easy | conservative
+    reward: str = "bsld"  # bsld | wait | utilization | fairshare
+    reward_scale: float = 100.0  # rewards are divided by this before learning
+
+
+@dataclass
+class PolicyConfig:
+    name: str = "mlp"  # mlp (RLScheduler's job-scoring kernel) | attention
+    hidden: int = 32
+
+
+@dataclass
+class PPOConfig:
+    updates: int = 50
+    rollout_steps: int = 128  # T: steps per environment per update
+    epochs: int = 4
+    minibatches: int = 4  # per epoch, the same count on every rank
+    lr: float = 3e-4
+    gamma: float = 1.0
+    gae_lambda: float = 0.97
+    clip: float = 0.2
+    value_coef: float = 0.5
+    entropy_coef: float = 0.01
+    max_grad_norm: float = 0.5
+
+
+@dataclass
+class DistConfig:
+    sync_frac: float = 0.6  # once this fraction of ranks finished a rollout, the rest stop
+    min_rollout_frac: float = 0.25  # but never before this fraction of the steps
+    preemption: bool = True
+    slow_rank: int = -1  # a rank to slow down artificially (tests and benchmarks)
+    slow_seconds: float = 0.0  # extra seconds per rollout step on that rank
+
+
+@dataclass
+class RunConfig:
+    seed: int = 0  # environments use seed + rank * num_envs + i
+    device: str = "auto"  # auto | cpu | cuda
+    checkpoint_every: int = 10  # updates
+    eval_windows: int = 10  # held-out windows for the final comparison
+
+
+@dataclass
+class TrainConfig:
+    data: DataConfig = field(default_factory=DataConfig)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    dist: DistConfig = field(default_factory=DistConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+CHOICES = {
+    ("env", "backfill"): ("none", "easy", "conservative"),
+    ("env", "reward"): ("bsld", "wait", "utilization", "fairshare"),
+    ("policy", "name"): ("mlp", "attention"),
+    ("run", "device"): ("auto", "cpu", "cuda"),
+}
+POSITIVE = {
+    ("data", "synthetic_jobs"),
+    ("data", "machine_procs"),
+    ("env", "num_envs"),
+    ("env", "window_jobs"),
+    ("env", "max_queue"),
+    ("policy", "hidden"),
+    ("ppo", "updates"),
+    ("ppo", "rollout_steps"),
+    ("ppo", "epochs"),
+    ("ppo", "minibatches"),
+    ("ppo", "lr"),
+    ("run", "checkpoint_every"),
+}
+
+
+def _set(config: TrainConfig, section: str, key: str, value: object, where: str) -> None:
+    part = getattr(config, section, None)
+    if part is None or not dataclasses.is_dataclass(part):
+        raise ConfigError(f"{where}: unknown section '{section}'")
+    fields = {f.name: f for f in dataclasses.fields(part)}
+    if key not in fields:
+        raise ConfigError(f"{where}: unknown key '{section}.{key}' (known: {', '.join(fields)})")
+    setattr(part, key, _convert(value, type(getattr(part, key)), f"{where}: '{section}.{key}'"))
+
+
+def _convert(value: object, kind: type, name: str) -> object:
+    if kind is bool and isinstance(value, str):
+        value = {"true": True, "false": False}.get(value.lower(), value)
+    if kind is float and isinstance(value, (int, str)) and not isinstance(value, bool):
+        with contextlib.suppress(ValueError):
+            value = float(value)
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise ConfigError(f"{name} must be {kind.__name__}, not {value!r}")
+    return value
+
+
+def _validate(config: TrainConfig) -> None:
+    for (section, key), allowed in CHOICES.items():
+        if getattr(getattr(config, section), key) not in allowed:
+            raise ConfigError(f"'{section}.{key}' must be one of {', '.join(allowed)}")
+    for section, key in POSITIVE:
+        if getattr(getattr(config, section), key) <= 0:
+            raise ConfigError(f"'{section}.{key}' must be positive")
+    if not 0 < config.dist.sync_frac <= 1 or not 0 < config.dist.min_rollout_frac <= 1:
+        raise ConfigError("'dist.sync_frac' and 'dist.min_rollout_frac' must be in (0, 1]")
+
+
+def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConfig:
+    """Defaults, then the YAML file's sections, then `section.key=value` overrides."""
+    config = TrainConfig()
+    if path is not None:
+        try:
+            document = yaml.safe_load(Path(path).read_text()) or {}
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: no such file") from None
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        if not isinstance(document, dict):
+            raise ConfigError(f"{path}: expected sections (data:, env:, ppo:, ...)")
+        for section, values in document.items():
+            if not isinstance(values, dict):
+                raise ConfigError(f"{path}: section '{section}' must hold keys")
+            for key, value in values.items():
+                _set(config, section, key, value, str(path))
+    return apply_overrides(config, overrides)
+
+
+def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
+    """`section.key=value` items (values parsed as YAML), then validation."""
+    for item in overrides:
+        name, sep, value = item.partition("=")
+        section, dot, key = name.partition(".")
+        if not sep or not dot:
+            raise ConfigError(f"override '{item}' is not section.key=value")
+        _set(config, section, key, yaml.safe_load(value), "command line")
+    _validate(config)
+    return config
+
+
+def from_dict(document: dict, overrides: list[str] = ()) -> TrainConfig:
+    """The configuration saved in a checkpoint, with overrides (e.g. more updates)."""
+    config = TrainConfig()
+    for section, values in document.items():
+        for key, value in values.items():
+            _set(config, section, key, value, "checkpoint")
+    return apply_overrides(config, overrides)

@@ -1,0 +1,71 @@
+"""Scheduling policies over the environment's job slots: they return masked-out logits per
+slot and a state value."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ddppo_hpc.env.vector import CLUSTER_FEATURES, JOB_FEATURES
+
+POLICIES = ("mlp", "attention")
+
+
+class JobScoringMLP(nn.Module):
+    """RLScheduler's kernel design (Zhang et al., SC'20): one small network scores every job
+    slot from its features and the cluster's, so the policy is independent of slot order
+    and size; the value head reads the mean of the valid slots' hidden features."""
+
+    def __init__(self, hidden: int = 32):
+        super().__init__()
+        width = JOB_FEATURES + CLUSTER_FEATURES
+        self.encode = nn.Sequential(
+            nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()
+        )
+        self.score = nn.Linear(hidden, 1)
+        self.value = nn.Sequential(
+            nn.Linear(hidden + CLUSTER_FEATURES, hidden), nn.ReLU(), nn.Linear(hidden, 1)
+        )
+
+    def forward(self, jobs, cluster, mask):
+        slots = jobs.shape[1]
+        x = torch.cat([jobs, cluster.unsqueeze(1).expand(-1, slots, -1)], dim=-1)
+        h = self.encode(x)
+        return self.score(h).squeeze(-1), self.value(pooled(h, mask, cluster)).squeeze(-1)
+
+
+class AttentionPolicy(nn.Module):
+    """Self-attention over the job window: each job's score sees the other waiting jobs."""
+
+    def __init__(self, hidden: int = 32, heads: int = 4, layers: int = 1):
+        super().__init__()
+        self.embed = nn.Linear(JOB_FEATURES + CLUSTER_FEATURES, hidden)
+        layer = nn.TransformerEncoderLayer(
+            hidden, heads, dim_feedforward=2 * hidden, dropout=0.0, batch_first=True
+        )
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.score = nn.Linear(hidden, 1)
+        self.value = nn.Sequential(
+            nn.Linear(hidden + CLUSTER_FEATURES, hidden), nn.ReLU(), nn.Linear(hidden, 1)
+        )
+
+    def forward(self, jobs, cluster, mask):
+        slots = jobs.shape[1]
+        x = self.embed(torch.cat([jobs, cluster.unsqueeze(1).expand(-1, slots, -1)], dim=-1))
+        h = self.encoder(x, src_key_padding_mask=~mask)
+        return self.score(h).squeeze(-1), self.value(pooled(h, mask, cluster)).squeeze(-1)
+
+
+def pooled(h: torch.Tensor, mask: torch.Tensor, cluster: torch.Tensor) -> torch.Tensor:
+    """Mean of the valid slots' features, with the cluster features."""
+    weights = mask.unsqueeze(-1).float()
+    mean = (h * weights).sum(1) / weights.sum(1).clamp(min=1)
+    return torch.cat([mean, cluster], dim=-1)
+
+
+def build_policy(name: str, hidden: int) -> nn.Module:
+    if name == "mlp":
+        return JobScoringMLP(hidden)
+    if name == "attention":
+        return AttentionPolicy(hidden)
+    raise ValueError(f"unknown policy '{name}' (choose from {', '.join(POLICIES)})")

@@ -1,0 +1,109 @@
+"""Proximal Policy Optimization (Schulman et al., 2017) with GAE (Schulman et al., 2016),
+for policies over masked job slots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.distributions import Categorical
+
+
+class RolloutStorage:
+    """T steps of B environments, preallocated; `used` steps are filled (DD-PPO may stop a
+    rollout early)."""
+
+    def __init__(
+        self, steps: int, num_envs: int, slots: int, job_features: int, cluster_features: int
+    ):
+        t, b = steps, num_envs
+        self.jobs = torch.zeros(t, b, slots, job_features)
+        self.cluster = torch.zeros(t, b, cluster_features)
+        self.mask = torch.zeros(t, b, slots, dtype=torch.bool)
+        self.actions = torch.zeros(t, b, dtype=torch.long)
+        self.logprobs = torch.zeros(t, b)
+        self.values = torch.zeros(t, b)
+        self.rewards = torch.zeros(t, b)
+        self.dones = torch.zeros(t, b)  # 1 where the episode ended after the step's action
+        self.used = 0
+
+    def insert(self, obs: dict, actions, logprobs, values) -> None:
+        """A step's observation and decision (copied: the environment reuses its arrays)."""
+        t = self.used
+        self.jobs[t] = torch.from_numpy(obs["jobs"])
+        self.cluster[t] = torch.from_numpy(obs["cluster"])
+        self.mask[t] = torch.from_numpy(obs["action_mask"])
+        self.actions[t], self.logprobs[t], self.values[t] = actions, logprobs, values
+
+    def outcome(self, rewards, dones) -> None:
+        """What the step's actions brought; the step is then complete."""
+        self.rewards[self.used] = torch.as_tensor(rewards)
+        self.dones[self.used] = torch.as_tensor(dones, dtype=torch.float32)
+        self.used += 1
+
+    def flat(self, name: str) -> torch.Tensor:
+        """The filled steps of a field, environments flattened into one batch dimension."""
+        values = getattr(self, name)[: self.used]
+        return values.reshape(-1, *values.shape[2:])
+
+
+def gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    dones: torch.Tensor,
+    last_value: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Advantages and returns, [T, B]. `dones[t]` cuts the bootstrap after step t;
+    `last_value` is the value of the observation after the last step."""
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros_like(last_value)
+    next_value = last_value
+    for t in reversed(range(rewards.shape[0])):
+        alive = 1.0 - dones[t]
+        delta = rewards[t] + gamma * next_value * alive - values[t]
+        running = delta + gamma * lam * alive * running
+        advantages[t] = running
+        next_value = values[t]
+    return advantages, advantages + values
+
+
+@dataclass
+class PPOStats:
+    policy_loss: float
+    value_loss: float
+    entropy: float
+    approx_kl: float
+    clip_fraction: float
+
+
+def masked_distribution(logits: torch.Tensor, mask: torch.Tensor) -> Categorical:
+    """A categorical over the valid slots only: masked slots get probability exactly 0."""
+    return Categorical(logits=logits.masked_fill(~mask, torch.finfo(logits.dtype).min))
+
+
+def ppo_loss(
+    policy, batch: dict[str, torch.Tensor], clip: float, value_coef: float, entropy_coef: float
+) -> tuple[torch.Tensor, PPOStats]:
+    """The clipped surrogate, value and entropy terms on one minibatch (advantages already
+    normalised)."""
+    logits, values = policy(batch["jobs"], batch["cluster"], batch["mask"])
+    dist = masked_distribution(logits, batch["mask"])
+    logprobs = dist.log_prob(batch["actions"])
+    ratio = torch.exp(logprobs - batch["logprobs"])
+    advantages = batch["advantages"]
+    surrogate = torch.min(ratio * advantages, torch.clamp(ratio, 1 - clip, 1 + clip) * advantages)
+    policy_loss = -surrogate.mean()
+    value_loss = 0.5 * (values - batch["returns"]).pow(2).mean()
+    entropy = dist.entropy().mean()
+    loss = policy_loss + value_coef * value_loss - entropy_coef * entropy
+    with torch.no_grad():
+        stats = PPOStats(
+            policy_loss=policy_loss.item(),
+            value_loss=value_loss.item(),
+            entropy=entropy.item(),
+            approx_kl=((ratio - 1) - torch.log(ratio)).mean().item(),
+            clip_fraction=((ratio - 1).abs() > clip).float().mean().item(),
+        )
+    return loss, stats

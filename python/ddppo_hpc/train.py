@@ -1,0 +1,251 @@
+"""`python -m ddppo_hpc.train`: DD-PPO training of a scheduling policy over MPI and Horovod.
+
+    python -m ddppo_hpc.train --config configs/demo.yaml            (size 1)
+    mpirun -n 2 python -m ddppo_hpc.train --config configs/demo.yaml
+    srun -N 32 python -m ddppo_hpc.train --config configs/paper-scale.yaml --run-dir $RUN
+
+Every rank collects rollouts from its own environments and trace share; gradients are
+averaged by Horovod's ring all-reduce (no central learner); slow ranks are cut short once
+enough ranks have finished (dist.sync_frac). SIGTERM/SIGUSR1 checkpoint and exit 0 at the
+next update; `--resume` continues from the run directory's checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ddppo_hpc.config import ConfigError, TrainConfig, from_dict, load_config
+from ddppo_hpc.data import read_swf
+from ddppo_hpc.data.store import TraceStore
+from ddppo_hpc.data.synthetic import generate
+from ddppo_hpc.data.trace import Trace, TraceError
+from ddppo_hpc.dist import context, control, sync
+from ddppo_hpc.dist.preemption import Preemption
+from ddppo_hpc.env import VecSchedulingEnv
+from ddppo_hpc.env.vector import CLUSTER_FEATURES, JOB_FEATURES
+from ddppo_hpc.metrics_log import MetricsLog
+from ddppo_hpc.policy import build_policy
+from ddppo_hpc.rl import RolloutStorage, gae, ppo_loss
+from ddppo_hpc.rl.ppo import masked_distribution
+
+
+def rank_trace(config: TrainConfig, rank: int, size: int) -> Trace:
+    """This rank's jobs: its own synthetic history, its store partitions, or its block of an
+    SWF trace."""
+    data = config.data
+    if data.trace == "synthetic":
+        seed = config.run.seed + 1000 * rank
+        return generate(data.synthetic_jobs, machine_procs=data.machine_procs, seed=seed)
+    path = Path(data.trace)
+    if path.is_dir():
+        return TraceStore(path).rank_trace(rank, size)
+    trace = read_swf(path)
+    return trace.slice(rank * len(trace) // size, (rank + 1) * len(trace) // size)
+
+
+class Trainer:
+    def __init__(self, config: TrainConfig, ctx: context.Context, run_dir: Path):
+        self.config, self.ctx, self.run_dir = config, ctx, run_dir
+        env, ppo = config.env, config.ppo
+        self.env = VecSchedulingEnv(
+            rank_trace(config, ctx.rank, ctx.size),
+            env.num_envs,
+            env.window_jobs,
+            env.max_queue,
+            env.backfill,
+            "fcfs",
+            env.reward,
+            seed=config.run.seed + ctx.rank * env.num_envs,
+        )
+        torch.manual_seed(config.run.seed)  # the same initial weights everywhere
+        self.policy = build_policy(config.policy.name, config.policy.hidden).to(ctx.device)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=ppo.lr, eps=1e-5)
+        self.generator = torch.Generator().manual_seed(config.run.seed + ctx.rank)
+        self.storage = RolloutStorage(
+            ppo.rollout_steps, env.num_envs, env.max_queue, JOB_FEATURES, CLUSTER_FEATURES
+        )
+        self.preemption = Preemption(
+            ctx.comm, config.dist.sync_frac, config.dist.min_rollout_frac, config.dist.preemption
+        )
+        self.update = 0
+        self.obs, _ = self.env.reset()
+
+    def act(self, obs: dict) -> tuple[torch.Tensor, ...]:
+        jobs, cluster = torch.from_numpy(obs["jobs"]), torch.from_numpy(obs["cluster"])
+        mask = torch.from_numpy(obs["action_mask"])
+        logits, values = self.policy(jobs, cluster, mask)
+        dist = masked_distribution(logits, mask)
+        actions = torch.multinomial(dist.probs, 1, generator=self.generator).squeeze(1)
+        return actions, dist.log_prob(actions), values
+
+    @torch.no_grad()
+    def rollout(self) -> dict:
+        """Up to T steps of every environment; stops early when preempted."""
+        config, storage = self.config, self.storage
+        storage.used = 0
+        self.preemption.begin(self.update)
+        slow = config.dist.slow_seconds if self.ctx.rank == config.dist.slow_rank else 0.0
+        start, bslds = time.perf_counter(), []
+        steps = config.ppo.rollout_steps
+        for step in range(1, steps + 1):
+            actions, logprobs, values = self.act(self.obs)
+            storage.insert(self.obs, actions, logprobs, values)
+            self.obs, reward, terminated, _, info = self.env.step(actions.numpy())
+            storage.outcome(reward / config.env.reward_scale, terminated)
+            bslds.extend(info["avg_bsld"][terminated].tolist())
+            if slow:
+                time.sleep(slow)
+            if step < steps and self.preemption.should_stop(step, steps):
+                break
+        if storage.used == steps:
+            self.preemption.finish()
+        last_value = self.policy(
+            *(torch.from_numpy(self.obs[k]) for k in ("jobs", "cluster", "action_mask"))
+        )[1]
+        return {
+            "steps": storage.used,
+            "seconds": time.perf_counter() - start,
+            "episode_bsld": bslds,
+            "last_value": last_value,
+        }
+
+    def learn(self, last_value: torch.Tensor) -> dict:
+        """PPO epochs over this rank's samples, gradients averaged over ranks by samples."""
+        ppo, s = self.config.ppo, self.storage
+        t = s.used
+        advantages, returns = gae(
+            s.rewards[:t], s.values[:t], s.dones[:t], last_value, ppo.gamma, ppo.gae_lambda
+        )
+        batch = {
+            "jobs": s.flat("jobs"),
+            "cluster": s.flat("cluster"),
+            "mask": s.flat("mask"),
+            "actions": s.flat("actions"),
+            "logprobs": s.flat("logprobs"),
+            "returns": returns.reshape(-1),
+            "advantages": sync.normalize_advantages(advantages.reshape(-1)),
+        }
+        samples = len(batch["actions"])
+        total = sync.all_sum(torch.tensor([float(samples)]), "samples").item()
+        stats = []
+        for _ in range(ppo.epochs):
+            order = torch.randperm(samples, generator=self.generator)
+            for part in order.chunk(ppo.minibatches):
+                loss, st = ppo_loss(
+                    self.policy,
+                    {k: v[part] for k, v in batch.items()},
+                    ppo.clip,
+                    ppo.value_coef,
+                    ppo.entropy_coef,
+                )
+                self.optimizer.zero_grad()
+                loss.backward()
+                sync.average_gradients(self.policy, samples / total)
+                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), ppo.max_grad_norm)
+                self.optimizer.step()
+                stats.append(st)
+        return {
+            name: float(np.mean([getattr(st, name) for st in stats])) for name in vars(stats[0])
+        }
+
+    def save(self) -> None:
+        shared = {
+            "config": self.config.to_dict(),
+            "update": self.update,
+            "model": self.policy.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+        }
+        mine = {"generator": self.generator.get_state(), "env": self.env.state()}
+        control.save_checkpoint(self.run_dir, self.ctx.comm, shared, mine)
+
+    def restore(self) -> None:
+        shared, mine = control.load_checkpoint(self.run_dir, self.ctx.comm)
+        self.policy.load_state_dict(shared["model"])
+        self.optimizer.load_state_dict(shared["optimizer"])
+        self.generator.set_state(mine["generator"])
+        self.obs = self.env.load_state(mine["env"])
+        self.update = shared["update"]
+
+
+def train(config: TrainConfig, ctx: context.Context, run_dir: Path, resume: bool) -> Trainer:
+    trainer = Trainer(config, ctx, run_dir)
+    if resume:
+        trainer.restore()
+    sync.broadcast_state(trainer.policy, trainer.optimizer)  # rank 0's state everywhere
+    stop = control.StopFlag()
+    log = MetricsLog(run_dir / "metrics.h5", config.ppo.updates) if ctx.is_rank0 else None
+    while trainer.update < config.ppo.updates:
+        rollout = trainer.rollout()
+        losses = trainer.learn(rollout["last_value"])
+        trainer.update += 1
+        times = ctx.comm.gather(rollout["seconds"], root=0)
+        steps = ctx.comm.gather(rollout["steps"], root=0)
+        bslds = ctx.comm.gather(rollout["episode_bsld"], root=0)
+        if log is not None:
+            log.record(
+                trainer.update,
+                losses,
+                times,
+                steps,
+                config.ppo.rollout_steps,
+                [b for rank in bslds for b in rank],
+                config.env.num_envs,
+            )
+        if stop.any_rank(ctx.comm):
+            trainer.save()
+            if ctx.is_rank0:
+                print(
+                    f"stopped by signal at update {trainer.update}; resume with --resume",
+                    file=sys.stderr,
+                )
+            return trainer
+        if (
+            trainer.update % config.run.checkpoint_every == 0
+            or trainer.update == config.ppo.updates
+        ):
+            trainer.save()
+    return trainer
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m ddppo_hpc.train",
+        description=__doc__.split("\n")[0],
+        epilog="overrides: section.key=value, e.g. ppo.lr=1e-4 env.num_envs=32",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", help="YAML configuration (default: built-in defaults)")
+    p.add_argument("--run-dir", help="checkpoints and metrics (default runs/<config name>)")
+    p.add_argument("--resume", action="store_true", help="continue from the run dir's checkpoint")
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        name = Path(args.config).stem if args.config else "default"
+        run_dir = Path(args.run_dir or Path("runs") / name)
+        if args.resume:  # the checkpoint's configuration, with the command line's overrides
+            config = from_dict(control.checkpoint_config(run_dir), args.overrides)
+        else:
+            config = load_config(args.config, args.overrides)
+        ctx = context.init(config.run.device)
+        if ctx.is_rank0:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        ctx.comm.Barrier()
+        train(config, ctx, run_dir, args.resume)
+    except (ConfigError, TraceError, context.LaunchError, FileNotFoundError, ValueError) as e:
+        print(f"python -m ddppo_hpc.train: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""The training command line: a size-1 run without mpirun, bad configuration, and SIGUSR1
+mid-run under mpirun -n 2 then --resume giving the weights of an uninterrupted run."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import torch
+
+SMALL = [
+    "data.synthetic_jobs=3000",
+    "env.num_envs=4",
+    "env.window_jobs=64",
+    "env.max_queue=16",
+    "ppo.rollout_steps=24",
+    "ppo.minibatches=2",
+    "ppo.epochs=2",
+    "dist.preemption=false",
+    "run.checkpoint_every=100",
+]
+TRAIN = [sys.executable, "-m", "ddppo_hpc.train"]
+MPIRUN = ["mpirun", "-n", "2", "--oversubscribe"]
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def weights(run_dir) -> dict:
+    return torch.load(run_dir / "checkpoint.pt", weights_only=False)
+
+
+def test_size_one_without_mpirun(tmp_path):
+    out = subprocess.run(
+        [*TRAIN, "--run-dir", str(tmp_path), *SMALL, "ppo.updates=2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "update 2/2" in out.stderr
+    assert weights(tmp_path)["update"] == 2 and len(weights(tmp_path)["ranks"]) == 1
+
+
+def test_bad_configuration_is_one_line_and_exit_2(tmp_path):
+    config = tmp_path / "bad.yaml"
+    config.write_text("ppo:\n  lrate: 0.1\n")
+    out = subprocess.run(
+        [*TRAIN, "--config", str(config)], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().startswith(f"python -m ddppo_hpc.train: error: {config}: unknown")
+    assert "Traceback" not in out.stderr
+
+
+def test_signal_then_resume_equals_an_uninterrupted_run(tmp_path):
+    # Rank 0 sleeps 10 ms a step so that the signal lands mid-run; sleeping changes no result.
+    options = [*SMALL, "ppo.updates=10", "dist.slow_rank=0", "dist.slow_seconds=0.01"]
+    straight, stopped = tmp_path / "straight", tmp_path / "stopped"
+    subprocess.run(
+        [*MPIRUN, *TRAIN, "--run-dir", str(straight), *options],
+        env=ENV,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    run = subprocess.Popen(
+        [*MPIRUN, *TRAIN, "--run-dir", str(stopped), *options],
+        env=ENV,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in run.stderr:
+        if line.startswith("update 3/"):
+            run.send_signal(signal.SIGUSR1)  # mpirun forwards SIGUSR1 to every rank
+            break
+    rest = run.stderr.read()
+    assert run.wait(timeout=120) == 0, rest
+    assert "stopped by signal" in rest
+    assert 3 <= weights(stopped)["update"] < 10
+    resumed = subprocess.run(
+        [*MPIRUN, *TRAIN, "--run-dir", str(stopped), "--resume"],
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    a, b = weights(straight), weights(stopped)
+    assert b["update"] == 10
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
