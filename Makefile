@@ -18,8 +18,12 @@ export DDPPO_TRACES := $(abspath $(TRACES))
 
 .PHONY: demo test lint format bench setup build clean
 
+# Trains on the embedded workload at 2 ranks (about 2 minutes), then the trained policy
+# against every heuristic on held-out windows.
 demo: $(BUILT)
-	$(PY) -m ddppo_hpc.sim --policy all --backfill all
+	timeout 1800 $(MPIRUN) -n $(MPI_NP) --oversubscribe $(PY) -m ddppo_hpc.train \
+		--config configs/demo.yaml --run-dir runs/demo
+	$(PY) -m ddppo_hpc.evaluate --run-dir runs/demo
 
 test: $(BUILT) lint
 	$(PY) -m pytest -q tests
@@ -39,6 +43,7 @@ bench: $(BUILT)
 	$(PY) bench/sim_throughput.py --traces $(TRACES)
 	$(PY) bench/data_scale.py --traces $(TRACES)
 	$(PY) bench/env_throughput.py --traces $(TRACES)
+	$(PY) bench/scaling.py
 
 setup: $(DEPS)
 build: $(BUILT)

@@ -190,6 +190,9 @@ NB_MODULE(_core, m) {
           "i"_a, "episode"_a, "actions"_a,
           "Puts environment i back in episode `episode` (0-based) after `actions`.")
       .def(
+          "begin_at", [](PyBatchEnv& e, size_t i, size_t start) { e.env.begin_at(i, start); },
+          "i"_a, "start"_a, "Starts environment i's episode on the window at `start`.")
+      .def(
           "observe",
           [](PyBatchEnv& e, Out<float, -1, -1, ddppo::kJobFeatures> jobs,
              Out<float, -1, ddppo::kClusterFeatures> cluster, Out<uint8_t, -1, -1> mask,

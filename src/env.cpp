@@ -45,9 +45,19 @@ uint64_t splitmix64(uint64_t x) {
 
 void BatchEnv::start_episode(Env& e) {
   uint64_t draw = splitmix64(e.seed ^ splitmix64(e.episode));
-  e.begin = draw % (w_.size - config_.window_jobs + 1);
-  e.sim.emplace(w_, e.begin, e.begin + config_.window_jobs, config_.machine_procs, config_.policy,
+  start_window(e, draw % (w_.size - config_.window_jobs + 1));
+}
+
+void BatchEnv::start_window(Env& e, size_t begin) {
+  e.begin = begin;
+  e.sim.emplace(w_, begin, begin + config_.window_jobs, config_.machine_procs, config_.policy,
                 config_.backfill);
+}
+
+void BatchEnv::begin_at(size_t i, size_t start) {
+  if (start + config_.window_jobs > w_.size)
+    throw std::invalid_argument("a window at " + std::to_string(start) + " runs past the trace");
+  start_window(envs_.at(i), start);
 }
 
 void BatchEnv::reset(Outputs out) {

@@ -69,6 +69,9 @@ class BatchEnv {
   // from a checkpoint); observe() then writes the observations.
   void restore(size_t i, uint64_t episode, const std::vector<int32_t>& actions);
   void observe(Outputs out);
+  // Starts environment i's episode on the window at `start` (for evaluation on chosen
+  // windows); observe() then writes the observations.
+  void begin_at(size_t i, size_t start);
 
  private:
   struct Env {
@@ -80,6 +83,7 @@ class BatchEnv {
     std::vector<double> queued_work;     // per user, scratch
   };
   void start_episode(Env& e);
+  void start_window(Env& e, size_t begin);
   void act(Env& e, int32_t action);
   float finish_episode(const Env& e, double* metrics) const;
   void observe(Env& e, size_t i, Outputs out) const;

@@ -87,3 +87,32 @@ def test_signal_then_resume_equals_an_uninterrupted_run(tmp_path):
     a, b = weights(straight), weights(stopped)
     assert b["update"] == 10
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+
+
+def test_evaluate_compares_the_policy_with_every_heuristic(tmp_path):
+    subprocess.run(
+        [*TRAIN, "--run-dir", str(tmp_path), *SMALL, "ppo.updates=1"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ddppo_hpc.evaluate",
+            "--run-dir",
+            str(tmp_path),
+            "--window",
+            "64",
+            "--windows",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()[1:]]
+    assert [r[0] for r in rows] == ["policy", "fcfs", "sjf", "wfp3", "unicep", "f1"]
+    assert all(r[1] == "easy" and r[2] == "3" for r in rows)

@@ -17,7 +17,8 @@ class MetricsLog:
     they come (a killed run keeps what it logged); resumed runs append to it."""
 
     def __init__(self, path: Path, updates: int):
-        self.path, self.updates, self.start = path, updates, time.perf_counter()
+        self.path, self.updates = path, updates
+        self.start = self.last = time.perf_counter()
 
     def record(
         self,
@@ -30,8 +31,11 @@ class MetricsLog:
         num_envs: int,
     ) -> None:
         samples = sum(rollout_steps) * num_envs
+        now = time.perf_counter()
         row = {
             "update": update,
+            "update_seconds": now - self.last,  # wall time of the whole update
+            "samples": samples,
             "steps_per_s": samples / max(rollout_seconds),
             "episode_bsld": float(np.mean(episode_bsld)) if episode_bsld else np.nan,
             "episodes": len(episode_bsld),

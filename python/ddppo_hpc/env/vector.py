@@ -117,6 +117,14 @@ class VecSchedulingEnv:
         info.update({name: self.episode_metrics[:, k] for k, name in enumerate(EPISODE_METRICS)})
         return self.observation(), self.reward, terminated, np.zeros_like(terminated), info
 
+    def begin_at(self, starts: list[int]) -> dict[str, np.ndarray]:
+        """Starts environment i on the window at starts[i] (evaluation on chosen windows)."""
+        for i, start in enumerate(starts):
+            self._core.begin_at(i, start)
+            self._logged[i] = 0
+        self._core.observe(*self._outputs())
+        return self.observation()
+
     def heuristic_actions(self) -> np.ndarray:
         """The backfill policy's heuristic pick among each environment's visible jobs."""
         actions = np.zeros(self.num_envs, dtype=np.int32)

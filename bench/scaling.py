@@ -1,0 +1,91 @@
+"""DD-PPO scaling on this machine: weak scaling from 1 to 2 ranks (same work per rank),
+and time per update with one rank slowed 4x, straggler preemption on vs off.
+
+    python bench/scaling.py [--updates 20]
+
+Prints a table; asserts nothing. Times come from the runs' metrics.h5 (median wall time
+per update, the first two updates left out as warm-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+WORK = [
+    "env.num_envs=16",
+    "env.window_jobs=256",
+    "env.max_queue=64",
+    "ppo.rollout_steps=64",
+    "data.synthetic_jobs=20000",
+    "run.checkpoint_every=1000",
+]
+
+
+def run(ranks: int, updates: int, options: list[str]) -> dict:
+    with tempfile.TemporaryDirectory() as run_dir:
+        cmd = [
+            sys.executable,
+            "-m",
+            "ddppo_hpc.train",
+            "--run-dir",
+            run_dir,
+            *WORK,
+            f"ppo.updates={updates}",
+            *options,
+        ]
+        if ranks > 1:
+            cmd = ["mpirun", "-n", str(ranks), "--oversubscribe", *cmd]
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        subprocess.run(cmd, check=True, capture_output=True, env=env)
+        with h5py.File(Path(run_dir) / "metrics.h5", "r") as f:
+            seconds = f["update_seconds"][2:]
+            samples = f["samples"][2:]
+            rollout = f["rollout_seconds"][2:]
+            preempted = f["preempted_ranks"][2:]
+    return {
+        "update_s": float(np.median(seconds)),
+        "samples_per_s": float(np.sum(samples) / np.sum(seconds)),
+        "rollout_s": np.median(rollout, axis=0),
+        "preempted": float(np.mean(preempted)),
+    }
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--updates", type=int, default=20)
+    args = p.parse_args()
+    one, two = run(1, args.updates, []), run(2, args.updates, [])
+    print(f"{'run':<44}{'s/update':>10}{'samples/s':>12}{'efficiency':>12}")
+    print(f"{'1 rank':<44}{one['update_s']:>10.3f}{one['samples_per_s']:>12,.0f}")
+    efficiency = two["samples_per_s"] / (2 * one["samples_per_s"])
+    print(
+        f"{'2 ranks (weak scaling)':<44}{two['update_s']:>10.3f}{two['samples_per_s']:>12,.0f}"
+        f"{efficiency:>12.2f}"
+    )
+    # Slow rank 1 to 4x its rollout time: 3 more rollout-step times per step.
+    step_s = float(two["rollout_s"][1]) / 64
+    slow = ["dist.slow_rank=1", f"dist.slow_seconds={3 * step_s:.5f}", "dist.sync_frac=0.5"]
+    off = run(2, args.updates, [*slow, "dist.preemption=false"])
+    on = run(2, args.updates, [*slow, "dist.preemption=true"])
+    print(
+        f"{'2 ranks, rank 1 slowed 4x, preemption off':<44}{off['update_s']:>10.3f}"
+        f"{off['samples_per_s']:>12,.0f}"
+    )
+    print(
+        f"{'2 ranks, rank 1 slowed 4x, preemption on':<44}{on['update_s']:>10.3f}"
+        f"{on['samples_per_s']:>12,.0f}   ratio on/off {on['update_s'] / off['update_s']:.2f}, "
+        f"preempted ranks per update {on['preempted']:.2f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

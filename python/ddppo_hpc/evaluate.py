@@ -1,0 +1,139 @@
+"""`python -m ddppo_hpc.evaluate`: a trained policy against the heuristics on the same
+windows (the RLScheduler protocol: consecutive windows, mean of per-window averages).
+
+    python -m ddppo_hpc.evaluate --run-dir runs/demo
+    python -m ddppo_hpc.evaluate --run-dir runs/lublin256 --trace lublin_256.swf.gz
+
+The policy acts greedily (its highest-scoring visible job). Without --trace, a trace the
+run never trained on: the embedded workload with another seed, or the run's own trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ddppo_hpc.config import ConfigError, TrainConfig, from_dict
+from ddppo_hpc.data import read_swf
+from ddppo_hpc.data.store import TraceStore
+from ddppo_hpc.data.synthetic import generate
+from ddppo_hpc.data.trace import Trace, TraceError
+from ddppo_hpc.dist.control import CHECKPOINT
+from ddppo_hpc.env import EPISODE_METRICS, VecSchedulingEnv
+from ddppo_hpc.policy import build_policy
+from ddppo_hpc.rl.ppo import masked_distribution
+from ddppo_hpc.sim import POLICIES, PROTOCOL_JOBS, PROTOCOL_WINDOWS, simulate
+
+HELD_OUT_SEED = (
+    987_654  # the embedded workload's seed for evaluation; training uses seed + 1000 * rank
+)
+
+
+@torch.no_grad()
+def evaluate_policy(
+    policy: torch.nn.Module,
+    trace: Trace,
+    starts: list[int],
+    window_jobs: int,
+    max_queue: int,
+    backfill: str,
+) -> list[dict]:
+    """One episode per window start, greedy actions; each episode's metrics."""
+    env = VecSchedulingEnv(trace, len(starts), window_jobs, max_queue, backfill)
+    env.reset()
+    obs = env.begin_at(starts)
+    results: list[dict | None] = [None] * len(starts)
+    while any(r is None for r in results):
+        jobs, cluster = torch.from_numpy(obs["jobs"]), torch.from_numpy(obs["cluster"])
+        mask = torch.from_numpy(obs["action_mask"])
+        logits, _ = policy(jobs, cluster, mask)
+        actions = masked_distribution(logits, mask).probs.argmax(dim=1).int().numpy()
+        obs, _, terminated, _, info = env.step(actions)
+        for i in np.flatnonzero(terminated):
+            if results[i] is None:
+                results[i] = {name: float(info[name][i]) for name in EPISODE_METRICS}
+    return results
+
+
+def protocol_starts(trace: Trace, window_jobs: int, windows: int) -> list[int]:
+    starts = [k * window_jobs for k in range(windows) if (k + 1) * window_jobs <= len(trace)]
+    if not starts:
+        raise TraceError(f"{trace.source}: fewer than {window_jobs} jobs for one window")
+    return starts
+
+
+def evaluation_trace(config: TrainConfig, trace_path: str | None) -> Trace:
+    path = trace_path or (None if config.data.trace == "synthetic" else config.data.trace)
+    if path is None:
+        jobs = max(config.data.synthetic_jobs, PROTOCOL_WINDOWS * PROTOCOL_JOBS)
+        return generate(jobs, machine_procs=config.data.machine_procs, seed=HELD_OUT_SEED)
+    if Path(path).is_dir():
+        return TraceStore(path).trace()
+    return read_swf(path)
+
+
+def compare(run_dir: Path, trace_path: str | None, window_jobs: int, windows: int) -> list[dict]:
+    """Rows of mean metrics over the windows: the policy, then every heuristic."""
+    checkpoint = torch.load(run_dir / CHECKPOINT, weights_only=False)
+    config = from_dict(checkpoint["config"])
+    policy = build_policy(config.policy.name, config.policy.hidden)
+    policy.load_state_dict(checkpoint["model"])
+    trace = evaluation_trace(config, trace_path)
+    starts = protocol_starts(trace, window_jobs, windows)
+    backfill = config.env.backfill
+    rows = [
+        (
+            "policy",
+            evaluate_policy(policy, trace, starts, window_jobs, config.env.max_queue, backfill),
+        )
+    ]
+    for heuristic in POLICIES:
+        rows.append(
+            (
+                heuristic,
+                [simulate(trace, heuristic, backfill, s, window_jobs).metrics for s in starts],
+            )
+        )
+    return [
+        {
+            "scheduler": name,
+            "backfill": backfill,
+            "windows": len(starts),
+            **{m: float(np.mean([r[m] for r in results])) for m in EPISODE_METRICS},
+        }
+        for name, results in rows
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m ddppo_hpc.evaluate", description=__doc__.split("\n")[0]
+    )
+    p.add_argument("--run-dir", required=True, help="a training run directory (its checkpoint)")
+    p.add_argument("--trace", help="SWF file or dataset directory (default: held out)")
+    p.add_argument("--window", type=int, default=PROTOCOL_JOBS, help="jobs per window (1024)")
+    p.add_argument("--windows", type=int, default=PROTOCOL_WINDOWS, help="windows (10)")
+    args = p.parse_args(argv)
+    try:
+        rows = compare(Path(args.run_dir), args.trace, args.window, args.windows)
+    except (ConfigError, TraceError, FileNotFoundError, ValueError) as e:
+        print(f"python -m ddppo_hpc.evaluate: error: {e}", file=sys.stderr)
+        return 2
+    print(
+        f"{'scheduler':<12}{'backfill':<10}{'windows':>8}"
+        + "".join(f"{m:>16}" for m in EPISODE_METRICS)
+    )
+    for row in rows:
+        print(
+            f"{row['scheduler']:<12}{row['backfill']:<10}{row['windows']:>8}"
+            + "".join(f"{row[m]:>16.3f}" for m in EPISODE_METRICS)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
