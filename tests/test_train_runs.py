@@ -116,3 +116,16 @@ def test_evaluate_compares_the_policy_with_every_heuristic(tmp_path):
     rows = [line.split() for line in out.stdout.splitlines()[1:]]
     assert [r[0] for r in rows] == ["policy", "fcfs", "sjf", "wfp3", "unicep", "f1"]
     assert all(r[1] == "easy" and r[2] == "3" for r in rows)
+
+
+def test_srun_without_mpi_support_stops_instead_of_training_copies(tmp_path):
+    env = dict(os.environ, SLURM_NTASKS="4", SLURM_STEP_ID="0")
+    out = subprocess.run(
+        [*TRAIN, "--run-dir", str(tmp_path), *SMALL],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 2
+    assert "srun started 4 tasks but MPI sees a world of 1" in out.stderr
