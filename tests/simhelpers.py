@@ -29,3 +29,16 @@ def jobs_of(trace: Trace, begin: int = 0, end: int | None = None) -> list[Job]:
             int(trace.procs[i]), float(trace.requested_time[i]), int(trace.user[i]))
         for i in range(begin, len(trace) if end is None else end)
     ]  # fmt: skip
+
+
+# A training run of a few seconds: the overrides the training tests start from.
+TINY_TRAINING = [
+    "data.synthetic_jobs=3000",
+    "env.num_envs=4",
+    "env.window_jobs=64",
+    "env.max_queue=16",
+    "ppo.rollout_steps=24",
+    "ppo.minibatches=2",
+    "ppo.epochs=2",
+    "run.checkpoint_every=100",
+]

@@ -7,18 +7,9 @@ import subprocess
 import sys
 
 import torch
+from simhelpers import TINY_TRAINING
 
-SMALL = [
-    "data.synthetic_jobs=3000",
-    "env.num_envs=4",
-    "env.window_jobs=64",
-    "env.max_queue=16",
-    "ppo.rollout_steps=24",
-    "ppo.minibatches=2",
-    "ppo.epochs=2",
-    "dist.preemption=false",
-    "run.checkpoint_every=100",
-]
+SMALL = [*TINY_TRAINING, "dist.preemption=false"]
 TRAIN = [sys.executable, "-m", "ddppo_hpc.train"]
 MPIRUN = ["mpirun", "-n", "2", "--oversubscribe"]
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")

@@ -5,21 +5,13 @@ from pathlib import Path
 
 import torch
 from mpi4py import MPI
+from simhelpers import TINY_TRAINING
 
 from ddppo_hpc.config import load_config
 from ddppo_hpc.dist import context
 from ddppo_hpc.train import train
 
-SMALL = [
-    "data.synthetic_jobs=3000",
-    "env.num_envs=4",
-    "env.window_jobs=64",
-    "env.max_queue=16",
-    "ppo.rollout_steps=24",
-    "ppo.minibatches=2",
-    "ppo.epochs=2",
-    "run.checkpoint_every=100",
-]
+SMALL = TINY_TRAINING
 
 
 def run_dir(tmp_path_factory) -> Path:
