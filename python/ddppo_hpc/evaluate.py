@@ -26,7 +26,7 @@ from ddppo_hpc.dist.control import CHECKPOINT
 from ddppo_hpc.env import EPISODE_METRICS, VecSchedulingEnv
 from ddppo_hpc.policy import build_policy
 from ddppo_hpc.rl.ppo import masked_distribution
-from ddppo_hpc.sim import POLICIES, PROTOCOL_JOBS, PROTOCOL_WINDOWS, simulate
+from ddppo_hpc.sim import POLICIES, PROTOCOL_JOBS, PROTOCOL_WINDOWS, protocol_windows, simulate
 
 HELD_OUT_SEED = (
     987_654  # the embedded workload's seed for evaluation; training uses seed + 1000 * rank
@@ -35,35 +35,20 @@ HELD_OUT_SEED = (
 
 @torch.no_grad()
 def evaluate_policy(
-    policy: torch.nn.Module,
-    trace: Trace,
-    starts: list[int],
-    window_jobs: int,
-    max_queue: int,
-    backfill: str,
-) -> list[dict]:
-    """One episode per window start, greedy actions; each episode's metrics."""
-    env = VecSchedulingEnv(trace, len(starts), window_jobs, max_queue, backfill)
+    policy: torch.nn.Module, trace: Trace, first: int, jobs: int, max_queue: int, backfill: str
+) -> dict:
+    """The metrics of one greedy episode on jobs first .. first+jobs-1."""
+    env = VecSchedulingEnv(trace, 1, jobs, max_queue, backfill)
     env.reset()
-    obs = env.begin_at(starts)
-    results: list[dict | None] = [None] * len(starts)
-    while any(r is None for r in results):
-        jobs, cluster = torch.from_numpy(obs["jobs"]), torch.from_numpy(obs["cluster"])
+    obs = env.begin_at([first])
+    while True:
+        jobs_, cluster = torch.from_numpy(obs["jobs"]), torch.from_numpy(obs["cluster"])
         mask = torch.from_numpy(obs["action_mask"])
-        logits, _ = policy(jobs, cluster, mask)
+        logits, _ = policy(jobs_, cluster, mask)
         actions = masked_distribution(logits, mask).probs.argmax(dim=1).int().numpy()
         obs, _, terminated, _, info = env.step(actions)
-        for i in np.flatnonzero(terminated):
-            if results[i] is None:
-                results[i] = {name: float(info[name][i]) for name in EPISODE_METRICS}
-    return results
-
-
-def protocol_starts(trace: Trace, window_jobs: int, windows: int) -> list[int]:
-    starts = [k * window_jobs for k in range(windows) if (k + 1) * window_jobs <= len(trace)]
-    if not starts:
-        raise TraceError(f"{trace.source}: fewer than {window_jobs} jobs for one window")
-    return starts
+        if terminated[0]:
+            return {name: float(info[name][0]) for name in EPISODE_METRICS}
 
 
 def evaluation_trace(config: TrainConfig, trace_path: str | None) -> Trace:
@@ -83,29 +68,19 @@ def compare(run_dir: Path, trace_path: str | None, window_jobs: int, windows: in
     policy = build_policy(config.policy.name, config.policy.hidden)
     policy.load_state_dict(checkpoint["model"])
     trace = evaluation_trace(config, trace_path)
-    starts = protocol_starts(trace, window_jobs, windows)
-    backfill = config.env.backfill
-    rows = [
-        (
-            "policy",
-            evaluate_policy(policy, trace, starts, window_jobs, config.env.max_queue, backfill),
-        )
-    ]
+    spans = protocol_windows(len(trace), 0, windows, window_jobs)
+    backfill, queue = config.env.backfill, config.env.max_queue
+    rows = {"policy": [evaluate_policy(policy, trace, f, n, queue, backfill) for f, n in spans]}
     for heuristic in POLICIES:
-        rows.append(
-            (
-                heuristic,
-                [simulate(trace, heuristic, backfill, s, window_jobs).metrics for s in starts],
-            )
-        )
+        rows[heuristic] = [simulate(trace, heuristic, backfill, f, n).metrics for f, n in spans]
     return [
         {
             "scheduler": name,
             "backfill": backfill,
-            "windows": len(starts),
+            "windows": len(spans),
             **{m: float(np.mean([r[m] for r in results])) for m in EPISODE_METRICS},
         }
-        for name, results in rows
+        for name, results in rows.items()
     ]
 
 

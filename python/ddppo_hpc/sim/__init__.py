@@ -56,6 +56,22 @@ def simulate(
     return SimResult(start, end, start_time, metrics)
 
 
+def protocol_windows(
+    trace_jobs: int,
+    start: int = 0,
+    windows: int = PROTOCOL_WINDOWS,
+    window_jobs: int = PROTOCOL_JOBS,
+) -> list[tuple[int, int]]:
+    """(first job, jobs) of the protocol's windows: consecutive from `start`, the last one
+    clipped at the end of the trace, those that would start past it left out."""
+    firsts = [
+        start + k * window_jobs for k in range(windows) if start + k * window_jobs < trace_jobs
+    ]
+    if not firsts or start < 0:
+        raise ValueError(f"--start {start} is outside the trace's {trace_jobs} jobs")
+    return [(first, min(window_jobs, trace_jobs - first)) for first in firsts]
+
+
 def rlscheduler_protocol(
     trace: Trace,
     policy: str,
@@ -69,10 +85,10 @@ def rlscheduler_protocol(
     Returns the summary over windows (averages are means over windows, maxima are maxima,
     `jobs` is the total), each window's `avg_bsld` under `windows`, and `mean_avg_bsld`.
     """
-    firsts = [start + k * window_jobs for k in range(windows)]
-    results = [simulate(trace, policy, backfill, s, window_jobs) for s in firsts if s < len(trace)]
-    if not results:
-        raise ValueError(f"--start {start} is outside the trace's {len(trace)} jobs")
+    results = [
+        simulate(trace, policy, backfill, first, jobs)
+        for first, jobs in protocol_windows(len(trace), start, windows, window_jobs)
+    ]
     summary = {"jobs": sum(r.metrics["jobs"] for r in results)}
     for key in SUMMARY_KEYS:
         values = [r.metrics[key] for r in results]
@@ -88,6 +104,7 @@ __all__ = [
     "PROTOCOL_JOBS",
     "PROTOCOL_WINDOWS",
     "SimResult",
+    "protocol_windows",
     "rlscheduler_protocol",
     "simulate",
 ]
