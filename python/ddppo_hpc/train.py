@@ -76,11 +76,17 @@ class Trainer:
         self.update = 0
         self.obs, _ = self.env.reset()
 
+    def evaluate(self, obs: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The policy on an observation: (logits, values, mask), on the CPU."""
+        device = self.ctx.device
+        jobs, cluster, mask = (torch.from_numpy(obs[k]) for k in ("jobs", "cluster", "action_mask"))
+        logits, values = self.policy(jobs.to(device), cluster.to(device), mask.to(device))
+        return logits.cpu(), values.cpu(), mask
+
     def act(self, obs: dict) -> tuple[torch.Tensor, ...]:
-        jobs, cluster = torch.from_numpy(obs["jobs"]), torch.from_numpy(obs["cluster"])
-        mask = torch.from_numpy(obs["action_mask"])
-        logits, values = self.policy(jobs, cluster, mask)
+        logits, values, mask = self.evaluate(obs)
         dist = masked_distribution(logits, mask)
+        # Sampled on the CPU with this rank's generator: reproducible, and saved in checkpoints.
         actions = torch.multinomial(dist.probs, 1, generator=self.generator).squeeze(1)
         return actions, dist.log_prob(actions), values
 
@@ -105,9 +111,7 @@ class Trainer:
                 break
         if storage.used == steps:
             self.preemption.finish()
-        last_value = self.policy(
-            *(torch.from_numpy(self.obs[k]) for k in ("jobs", "cluster", "action_mask"))
-        )[1]
+        last_value = self.evaluate(self.obs)[1]
         return {
             "steps": storage.used,
             "seconds": time.perf_counter() - start,
@@ -139,7 +143,7 @@ class Trainer:
             for part in order.chunk(ppo.minibatches):
                 loss, st = ppo_loss(
                     self.policy,
-                    {k: v[part] for k, v in batch.items()},
+                    {k: v[part].to(self.ctx.device) for k, v in batch.items()},
                     ppo.clip,
                     ppo.value_coef,
                     ppo.entropy_coef,

@@ -23,7 +23,9 @@ def average_gradients(model: nn.Module, weight: float) -> None:
     flat tensor per optimizer step."""
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     flat = torch.cat([g.reshape(-1) for g in grads]) * weight
-    flat = hvd.allreduce(flat, op=hvd.Sum, name="gradients")
+    # Through host memory: this Horovod is built for MPI on CPUs (no NCCL), and the policy
+    # networks are small.
+    flat = hvd.allreduce(flat.cpu(), op=hvd.Sum, name="gradients").to(flat.device)
     offset = 0
     for g in grads:
         g.copy_(flat[offset : offset + g.numel()].view_as(g))
