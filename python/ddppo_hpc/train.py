@@ -188,15 +188,16 @@ def train(config: TrainConfig, ctx: context.Context, run_dir: Path, resume: bool
         rollout = trainer.rollout()
         losses = trainer.learn(rollout["last_value"])
         trainer.update += 1
-        times = ctx.comm.gather(rollout["seconds"], root=0)
-        steps = ctx.comm.gather(rollout["steps"], root=0)
-        bslds = ctx.comm.gather(rollout["episode_bsld"], root=0)
+        ranks = ctx.comm.gather(
+            (rollout["seconds"], rollout["steps"], rollout["episode_bsld"]), root=0
+        )
         if log is not None:
+            times, steps, bslds = zip(*ranks)
             log.record(
                 trainer.update,
                 losses,
-                times,
-                steps,
+                list(times),
+                list(steps),
                 config.ppo.rollout_steps,
                 [b for rank in bslds for b in rank],
                 config.env.num_envs,
