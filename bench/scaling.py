@@ -4,8 +4,8 @@ and time per update with one rank slowed 4x, straggler preemption on vs off.
     python bench/scaling.py [--updates 20]
 
 Prints a table; asserts nothing. Times come from the runs' metrics.h5 (median wall time
-per update, the first two updates left out as warm-up). The 1-rank run is pinned to one
-core, the share each rank has at 2 ranks on a 2-core machine.
+per update, the first two updates left out as warm-up; the best of --repeat runs). The
+1-rank run is pinned to one core, the share each rank has at 2 ranks on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -51,21 +51,23 @@ def run(ranks: int, updates: int, options: list[str]) -> dict:
         with h5py.File(Path(run_dir) / "metrics.h5", "r") as f:
             seconds = f["update_seconds"][2:]
             samples = f["samples"][2:]
-            rollout = f["rollout_seconds"][2:]
             preempted = f["preempted_ranks"][2:]
     return {
         "update_s": float(np.median(seconds)),
         "samples_per_s": float(np.sum(samples) / np.sum(seconds)),
-        "rollout_s": np.median(rollout, axis=0),
         "preempted": float(np.mean(preempted)),
     }
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--updates", type=int, default=20)
+    p.add_argument("--updates", type=int, default=30)
+    p.add_argument("--repeat", type=int, default=3, help="runs of 1 and 2 ranks, best kept")
     args = p.parse_args()
-    one, two = run(1, args.updates, []), run(2, args.updates, [])
+    # Interleaved repeats, the best of each kept: this machine's speed drifts between runs.
+    pairs = [(run(1, args.updates, []), run(2, args.updates, [])) for _ in range(args.repeat)]
+    one = min((p[0] for p in pairs), key=lambda r: r["update_s"])
+    two = min((p[1] for p in pairs), key=lambda r: r["update_s"])
     print(f"{'run':<44}{'s/update':>10}{'samples/s':>12}{'efficiency':>12}")
     print(f"{'1 rank':<44}{one['update_s']:>10.3f}{one['samples_per_s']:>12,.0f}")
     efficiency = two["samples_per_s"] / (2 * one["samples_per_s"])
@@ -73,9 +75,8 @@ def main() -> int:
         f"{'2 ranks (weak scaling)':<44}{two['update_s']:>10.3f}{two['samples_per_s']:>12,.0f}"
         f"{efficiency:>12.2f}"
     )
-    # Slow rank 1 to 4x its rollout time: 3 more rollout-step times per step.
-    step_s = float(two["rollout_s"][1]) / 64
-    slow = ["dist.slow_rank=1", f"dist.slow_seconds={3 * step_s:.5f}", "dist.sync_frac=0.5"]
+    # Rank 1 computes 4x slower; at 2 ranks preemption needs sync_frac <= 0.5.
+    slow = ["dist.slow_rank=1", "dist.slow_factor=4", "dist.sync_frac=0.5"]
     off = run(2, args.updates, [*slow, "dist.preemption=false"])
     on = run(2, args.updates, [*slow, "dist.preemption=true"])
     print(

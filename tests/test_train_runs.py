@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 
+import h5py
 import torch
 from simhelpers import TINY_TRAINING
 
@@ -43,8 +44,8 @@ def test_bad_configuration_is_one_line_and_exit_2(tmp_path):
 
 
 def test_signal_then_resume_equals_an_uninterrupted_run(tmp_path):
-    # Rank 0 sleeps 10 ms a step so that the signal lands mid-run; sleeping changes no result.
-    options = [*SMALL, "ppo.updates=10", "dist.slow_rank=0", "dist.slow_seconds=0.01"]
+    # Rank 0 runs 10x slower so that the signal lands mid-run; sleeping changes no result.
+    options = [*SMALL, "ppo.updates=10", "dist.slow_rank=0", "dist.slow_factor=10"]
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
     subprocess.run(
         [*MPIRUN, *TRAIN, "--run-dir", str(straight), *options],
@@ -120,3 +121,18 @@ def test_srun_without_mpi_support_stops_instead_of_training_copies(tmp_path):
     )
     assert out.returncode == 2
     assert "srun started 4 tasks but MPI sees a world of 1" in out.stderr
+
+
+def test_metrics_file_has_a_row_per_update(tmp_path):
+    subprocess.run(
+        [*TRAIN, "--run-dir", str(tmp_path), *SMALL, "ppo.updates=3"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    with h5py.File(tmp_path / "metrics.h5", "r") as f:
+        assert f["update"][:].tolist() == [1, 2, 3]
+        assert f["samples"][:].tolist() == [24 * 4] * 3
+        seconds = f["update_seconds"][:]
+        assert (seconds > 0).all() and seconds.sum() < 60  # each update's own time
+        assert f["rollout_seconds"].shape == (3, 1)

@@ -59,7 +59,7 @@ class DistConfig:
     min_rollout_frac: float = 0.25  # but never before this fraction of the steps
     preemption: bool = True
     slow_rank: int = -1  # a rank to slow down artificially (tests and benchmarks)
-    slow_seconds: float = 0.0  # extra seconds per rollout step on that rank
+    slow_factor: float = 1.0  # that rank runs this many times slower (rollout and learning)
 
 
 @dataclass
@@ -133,6 +133,8 @@ def _validate(config: TrainConfig) -> None:
     for section, key in POSITIVE:
         if getattr(getattr(config, section), key) <= 0:
             raise ConfigError(f"'{section}.{key}' must be positive")
+    if config.dist.slow_factor < 1:
+        raise ConfigError("'dist.slow_factor' must be at least 1")
     if not 0 < config.dist.sync_frac <= 1 or not 0 < config.dist.min_rollout_frac <= 1:
         raise ConfigError("'dist.sync_frac' and 'dist.min_rollout_frac' must be in (0, 1]")
 

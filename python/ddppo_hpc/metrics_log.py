@@ -66,3 +66,4 @@ class MetricsLog:
             file=sys.stderr,
             flush=True,
         )
+        self.last = now

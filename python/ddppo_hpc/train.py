@@ -96,17 +96,16 @@ class Trainer:
         config, storage = self.config, self.storage
         storage.used = 0
         self.preemption.begin(self.update)
-        slow = config.dist.slow_seconds if self.ctx.rank == config.dist.slow_rank else 0.0
         start, bslds = time.perf_counter(), []
         steps = config.ppo.rollout_steps
         for step in range(1, steps + 1):
+            began = time.perf_counter()
             actions, logprobs, values = self.act(self.obs)
             storage.insert(self.obs, actions, logprobs, values)
             self.obs, reward, terminated, _, info = self.env.step(actions.numpy())
             storage.outcome(reward / config.env.reward_scale, terminated)
             bslds.extend(info["avg_bsld"][terminated].tolist())
-            if slow:
-                time.sleep(slow)
+            self.stall(time.perf_counter() - began)
             if step < steps and self.preemption.should_stop(step, steps):
                 break
         if storage.used == steps:
@@ -141,6 +140,7 @@ class Trainer:
         for _ in range(ppo.epochs):
             order = torch.randperm(samples, generator=self.generator)
             for part in order.chunk(ppo.minibatches):
+                began = time.perf_counter()
                 loss, st = ppo_loss(
                     self.policy,
                     {k: v[part].to(self.ctx.device) for k, v in batch.items()},
@@ -150,6 +150,7 @@ class Trainer:
                 )
                 self.optimizer.zero_grad()
                 loss.backward()
+                self.stall(time.perf_counter() - began)
                 sync.average_gradients(self.policy, samples / total)
                 torch.nn.utils.clip_grad_norm_(self.policy.parameters(), ppo.max_grad_norm)
                 self.optimizer.step()
@@ -157,6 +158,12 @@ class Trainer:
         return {
             name: float(np.mean([getattr(st, name) for st in stats])) for name in vars(stats[0])
         }
+
+    def stall(self, seconds: float) -> None:
+        """On the rank configured as slow, waits (slow_factor - 1) times `seconds`: that
+        rank then computes slow_factor times slower (tests and benchmarks of preemption)."""
+        if self.ctx.rank == self.config.dist.slow_rank:
+            time.sleep((self.config.dist.slow_factor - 1) * seconds)
 
     def save(self) -> None:
         shared = {

@@ -42,7 +42,7 @@ def test_a_slow_rank_is_preempted_and_training_goes_on(tmp_path_factory):
             "ppo.updates=2",
             "dist.sync_frac=0.5",
             "dist.slow_rank=1",
-            "dist.slow_seconds=0.02",
+            "dist.slow_factor=30",
         ],
     )
     ctx = context.init("cpu")
