@@ -92,6 +92,8 @@ using Out = nb::ndarray<T, nb::shape<Shape...>, nb::c_contig, nb::device::cpu>;
 struct PyBatchEnv {
   std::vector<nb::object> columns;
   ddppo::BatchEnv env;
+  ddppo::Outputs outputs{};
+  std::vector<nb::object> output_arrays;
 };
 
 PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> runtime,
@@ -115,20 +117,29 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
        {nb::cast(id), nb::cast(submit), nb::cast(runtime), nb::cast(requested_time),
         nb::cast(procs), nb::cast(user), nb::cast(user_index), nb::cast(group_index)})
     keep.push_back(nb::borrow(h));
-  return new PyBatchEnv{std::move(keep), ddppo::BatchEnv(w, accounts, config, seeds)};
+  return new PyBatchEnv{std::move(keep), ddppo::BatchEnv(w, accounts, config, seeds), {}, {}};
 }
 
-ddppo::Outputs outputs(PyBatchEnv& e, Out<float, -1, -1, ddppo::kJobFeatures> jobs,
-                       Out<float, -1, ddppo::kClusterFeatures> cluster, Out<uint8_t, -1, -1> mask,
-                       Out<float, -1> reward, Out<uint8_t, -1> done, Out<int64_t, -1> episode_start,
-                       Out<double, -1, 4> episode_metrics) {
+void set_outputs(PyBatchEnv& e, Out<float, -1, -1, ddppo::kJobFeatures> jobs,
+                 Out<float, -1, ddppo::kClusterFeatures> cluster, Out<uint8_t, -1, -1> mask,
+                 Out<float, -1> reward, Out<uint8_t, -1> done, Out<int64_t, -1> episode_start,
+                 Out<double, -1, 4> episode_metrics) {
   size_t b = e.env.size();
   if (jobs.shape(0) != b || cluster.shape(0) != b || mask.shape(0) != b || reward.shape(0) != b ||
       done.shape(0) != b || episode_start.shape(0) != b || episode_metrics.shape(0) != b ||
       mask.shape(1) != jobs.shape(1))
     throw std::invalid_argument("output arrays do not match the batch");
-  return {jobs.data(), cluster.data(),       mask.data(),           reward.data(),
-          done.data(), episode_start.data(), episode_metrics.data()};
+  e.outputs = {jobs.data(), cluster.data(),       mask.data(),           reward.data(),
+               done.data(), episode_start.data(), episode_metrics.data()};
+  e.output_arrays.clear();
+  for (nb::handle h : {nb::cast(jobs), nb::cast(cluster), nb::cast(mask), nb::cast(reward),
+                       nb::cast(done), nb::cast(episode_start), nb::cast(episode_metrics)})
+    e.output_arrays.push_back(nb::borrow(h));
+}
+
+ddppo::Outputs outputs_of(const PyBatchEnv& e) {
+  if (!e.outputs.jobs) throw std::invalid_argument("set_outputs() first");
+  return e.outputs;
 }
 
 }  // namespace
@@ -147,26 +158,22 @@ NB_MODULE(_core, m) {
            "user"_a, "user_index"_a, "users"_a, "group_index"_a, "groups"_a, "machine_procs"_a,
            "window_jobs"_a, "max_queue"_a, "policy"_a, "backfill"_a, "reward"_a, "seeds"_a)
       .def("__len__", [](const PyBatchEnv& e) { return e.env.size(); })
+      .def("set_outputs", &set_outputs, "jobs"_a, "cluster"_a, "mask"_a, "reward"_a, "done"_a,
+           "episode_start"_a, "episode_metrics"_a,
+           "The arrays that reset(), step() and observe() write (kept alive by the env).")
       .def(
           "reset",
-          [](PyBatchEnv& e, Out<float, -1, -1, ddppo::kJobFeatures> jobs,
-             Out<float, -1, ddppo::kClusterFeatures> cluster, Out<uint8_t, -1, -1> mask,
-             Out<float, -1> reward, Out<uint8_t, -1> done, Out<int64_t, -1> start,
-             Out<double, -1, 4> metrics) {
-            ddppo::Outputs out = outputs(e, jobs, cluster, mask, reward, done, start, metrics);
+          [](PyBatchEnv& e) {
             nb::gil_scoped_release release;
-            e.env.reset(out);
+            e.env.reset(outputs_of(e));
           },
           "Starts every environment on a new episode and writes the observations.")
       .def(
           "step",
-          [](PyBatchEnv& e, Out<int32_t, -1> actions, Out<float, -1, -1, ddppo::kJobFeatures> jobs,
-             Out<float, -1, ddppo::kClusterFeatures> cluster, Out<uint8_t, -1, -1> mask,
-             Out<float, -1> reward, Out<uint8_t, -1> done, Out<int64_t, -1> start,
-             Out<double, -1, 4> metrics) {
+          [](PyBatchEnv& e, Out<int32_t, -1> actions) {
             if (actions.shape(0) != e.env.size())
               throw std::invalid_argument("one action per environment");
-            ddppo::Outputs out = outputs(e, jobs, cluster, mask, reward, done, start, metrics);
+            ddppo::Outputs out = outputs_of(e);
             nb::gil_scoped_release release;
             e.env.step(actions.data(), out);
           },
@@ -193,12 +200,6 @@ NB_MODULE(_core, m) {
           "begin_at", [](PyBatchEnv& e, size_t i, size_t start) { e.env.begin_at(i, start); },
           "i"_a, "start"_a, "Starts environment i's episode on the window at `start`.")
       .def(
-          "observe",
-          [](PyBatchEnv& e, Out<float, -1, -1, ddppo::kJobFeatures> jobs,
-             Out<float, -1, ddppo::kClusterFeatures> cluster, Out<uint8_t, -1, -1> mask,
-             Out<float, -1> reward, Out<uint8_t, -1> done, Out<int64_t, -1> start,
-             Out<double, -1, 4> metrics) {
-            e.env.observe(outputs(e, jobs, cluster, mask, reward, done, start, metrics));
-          },
+          "observe", [](PyBatchEnv& e) { e.env.observe(outputs_of(e)); },
           "Writes every environment's current observation.");
 }

@@ -44,13 +44,14 @@ struct Accounts {
 
 // Where step() and reset() write, one row per environment.
 struct Outputs {
-  float* jobs;              // [B, K, kJobFeatures]
-  float* cluster;           // [B, kClusterFeatures]
-  uint8_t* mask;            // [B, K]: 1 where a job can be picked
-  float* reward;            // [B]
-  uint8_t* done;            // [B]: the episode ended at this step (the row shows the next)
-  int64_t* episode_start;   // [B]: the window start of the episode that ended, or is running
-  double* episode_metrics;  // [B, 4]: avg_bsld, avg_wait, utilization, jain of ended ones
+  float* jobs = nullptr;     // [B, K, kJobFeatures]
+  float* cluster = nullptr;  // [B, kClusterFeatures]
+  uint8_t* mask = nullptr;   // [B, K]: 1 where a job can be picked
+  float* reward = nullptr;   // [B]
+  uint8_t* done = nullptr;   // [B]: the episode ended at this step (the row shows the next)
+  int64_t* episode_start =
+      nullptr;  // [B]: the window start of the episode that ended, or is running
+  double* episode_metrics = nullptr;  // [B, 4]: avg_bsld, avg_wait, utilization, jain of ended ones
 };
 
 class BatchEnv {

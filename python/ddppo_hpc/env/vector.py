@@ -66,12 +66,7 @@ class VecSchedulingEnv:
         self.episode_start = np.zeros(b, dtype=np.int64)
         self.episode_metrics = np.zeros((b, len(EPISODE_METRICS)), dtype=np.float64)
         self._actions = np.zeros(b, dtype=np.int32)
-        # The current episode's actions, per environment: enough to resume it exactly.
-        self._log = np.zeros((b, window_jobs), dtype=np.int32)
-        self._logged = np.zeros(b, dtype=np.int64)
-
-    def _outputs(self) -> tuple:
-        return (
+        self._core.set_outputs(
             self.jobs,
             self.cluster,
             self.mask,
@@ -80,12 +75,15 @@ class VecSchedulingEnv:
             self.episode_start,
             self.episode_metrics,
         )
+        # The current episode's actions, per environment: enough to resume it exactly.
+        self._log = np.zeros((b, window_jobs), dtype=np.int32)
+        self._logged = np.zeros(b, dtype=np.int64)
 
     def observation(self) -> dict[str, np.ndarray]:
         return {"jobs": self.jobs, "cluster": self.cluster, "action_mask": self.mask.view(bool)}
 
     def reset(self) -> tuple[dict[str, np.ndarray], dict]:
-        self._core.reset(*self._outputs())
+        self._core.reset()
         self._logged[:] = 0
         return self.observation(), {"episode_start": self.episode_start}
 
@@ -102,13 +100,13 @@ class VecSchedulingEnv:
             self._core.restore(i, episode, actions)
             self._log[i, : len(actions)] = actions
             self._logged[i] = len(actions)
-        self._core.observe(*self._outputs())
+        self._core.observe()
         return self.observation()
 
     def step(self, actions: np.ndarray) -> tuple:
         """(observation, reward, terminated, truncated, info), batched."""
         self._actions[:] = actions
-        self._core.step(self._actions, *self._outputs())
+        self._core.step(self._actions)
         terminated = self.done.view(bool)
         self._log[np.arange(self.num_envs), self._logged] = self._actions
         self._logged += 1
@@ -122,7 +120,7 @@ class VecSchedulingEnv:
         for i, start in enumerate(starts):
             self._core.begin_at(i, start)
             self._logged[i] = 0
-        self._core.observe(*self._outputs())
+        self._core.observe()
         return self.observation()
 
     def heuristic_actions(self) -> np.ndarray:
