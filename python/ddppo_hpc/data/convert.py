@@ -10,8 +10,8 @@ import numpy as np
 
 from ddppo_hpc.data import gpu, synthetic
 from ddppo_hpc.data.store import CHUNK_ROWS, CORE_COLUMNS, StoreWriter, sha256_of
-from ddppo_hpc.data.swf import INTEGER_COLUMNS, SWF_COLUMNS, parse_swf
-from ddppo_hpc.data.trace import TraceError, cleaning
+from ddppo_hpc.data.swf import INTEGER_COLUMNS, SWF_COLUMNS, log_cleaning, parse_swf
+from ddppo_hpc.data.trace import TraceError
 from ddppo_hpc.progress import Progress
 
 # An SWF store keeps all 18 fields (SWF_COLUMNS), the contract's derived `procs` and
@@ -49,13 +49,7 @@ def input_kind(path: str | Path) -> str:
 def _swf_source(path: Path, index: int, machine_procs: int | None, skip_bad: bool):
     """The cleaned, ordered store columns of one SWF log, and its manifest entry."""
     log = parse_swf(path, skip_bad)
-    c = cleaning(
-        dict(log.columns, requested_time=log.columns["swf_requested_time"]),
-        machine_procs,
-        log.header_int("MaxProcs"),
-        log.header_int("MaxNodes"),
-        str(path),
-    )
+    c = log_cleaning(log, machine_procs)
     columns = {name: values[c.order] for name, values in log.columns.items()}
     columns["procs"] = c.procs[c.order].astype(np.int32)
     columns["requested_time"] = c.requested_time[c.order]

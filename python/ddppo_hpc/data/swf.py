@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ddppo_hpc import _core
-from ddppo_hpc.data.trace import Trace, TraceError, clean
+from ddppo_hpc.data.trace import Cleaning, Trace, TraceError, cleaned_trace, cleaning
 
 # The 18 SWF fields, in order, by the names the project uses: those the simulation contract
 # names keep its names (field 9, the user's estimate, is `swf_requested_time`, as the
@@ -78,18 +78,23 @@ def parse_swf(path: str | Path, skip_bad: bool = False) -> SwfLog:
     return SwfLog(str(path), columns, header, skipped)
 
 
-def clean_log(log: SwfLog, machine_procs: int | None = None) -> Trace:
-    """The cleaned, ordered jobs of a parsed log (docs/simulation.md, "Jobs")."""
-    columns = dict(log.columns, requested_time=log.columns["swf_requested_time"])
-    return clean(
-        columns,
-        machine_procs=machine_procs,
-        header_max_procs=log.header_int("MaxProcs"),
-        header_max_nodes=log.header_int("MaxNodes"),
-        source=log.path,
+def log_cleaning(log: SwfLog, machine_procs: int | None = None) -> Cleaning:
+    """The drop rules and order for a parsed log, its machine from the option or header."""
+    return cleaning(
+        raw_columns(log),
+        machine_procs,
+        log.header_int("MaxProcs"),
+        log.header_int("MaxNodes"),
+        log.path,
     )
+
+
+def raw_columns(log: SwfLog) -> dict[str, np.ndarray]:
+    """The log's columns as `cleaning` reads them (field 9 as the raw `requested_time`)."""
+    return dict(log.columns, requested_time=log.columns["swf_requested_time"])
 
 
 def read_swf(path: str | Path, machine_procs: int | None = None, skip_bad: bool = False) -> Trace:
     """Reads and cleans an SWF log; errors name the file and line (`file:line: ...`)."""
-    return clean_log(parse_swf(path, skip_bad), machine_procs)
+    log = parse_swf(path, skip_bad)
+    return cleaned_trace(raw_columns(log), log_cleaning(log, machine_procs), log.path)

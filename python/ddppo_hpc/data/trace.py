@@ -117,6 +117,11 @@ def clean(
 ) -> Trace:
     """A Trace of raw SWF-like columns (see `cleaning`); `user`, `group`, `queue` optional."""
     c = cleaning(columns, machine_procs, header_max_procs, header_max_nodes, source)
+    return cleaned_trace(columns, c, source)
+
+
+def cleaned_trace(columns: dict[str, np.ndarray], c: Cleaning, source: str) -> Trace:
+    """The Trace that a cleaning of `columns` keeps."""
 
     def column(name: str) -> np.ndarray:
         values = columns.get(name)
