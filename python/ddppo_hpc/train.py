@@ -228,8 +228,9 @@ def train(config: TrainConfig, ctx: context.Context, run_dir: Path, resume: bool
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m ddppo_hpc.train",
-        description=__doc__.split("\n")[0],
-        epilog="overrides: section.key=value, e.g. ppo.lr=1e-4 env.num_envs=32",
+        description=__doc__.split("`: ", 1)[1],
+        epilog="overrides: section.key=value (config.py documents every key), e.g. ppo.lr=1e-4 "
+        "env.num_envs=32",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--config", help="YAML configuration (default: built-in defaults)")
