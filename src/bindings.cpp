@@ -5,6 +5,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,17 +102,20 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
                      Column<int32_t> user_index, int32_t users, Column<int32_t> group_index,
                      int32_t groups, int32_t machine_procs, size_t window_jobs, size_t max_queue,
                      const std::string& policy, const std::string& backfill,
-                     const std::string& reward, const std::vector<uint64_t>& seeds) {
+                     const std::string& reward, const std::string& baseline,
+                     const std::vector<uint64_t>& seeds) {
   ddppo::Workload w = workload(id, submit, runtime, requested_time, procs, user);
   if (user_index.shape(0) != w.size || group_index.shape(0) != w.size)
     throw std::invalid_argument("user and group indices differ in length from the jobs");
   ddppo::Accounts accounts{user_index.data(), users, group_index.data(), groups};
-  ddppo::EnvConfig config{machine_procs,
-                          window_jobs,
-                          max_queue,
-                          ddppo::parse_policy(policy),
-                          ddppo::parse_backfill(backfill),
-                          ddppo::parse_reward(reward)};
+  ddppo::EnvConfig config{
+      machine_procs,
+      window_jobs,
+      max_queue,
+      ddppo::parse_policy(policy),
+      ddppo::parse_backfill(backfill),
+      ddppo::parse_reward(reward),
+      baseline == "none" ? std::nullopt : std::optional(ddppo::parse_policy(baseline))};
   std::vector<nb::object> keep;
   for (nb::handle h :
        {nb::cast(id), nb::cast(submit), nb::cast(runtime), nb::cast(requested_time),
@@ -156,7 +160,8 @@ NB_MODULE(_core, m) {
   nb::class_<PyBatchEnv>(m, "BatchEnv")
       .def(nb::new_(&make_env), "id"_a, "submit"_a, "runtime"_a, "requested_time"_a, "procs"_a,
            "user"_a, "user_index"_a, "users"_a, "group_index"_a, "groups"_a, "machine_procs"_a,
-           "window_jobs"_a, "max_queue"_a, "policy"_a, "backfill"_a, "reward"_a, "seeds"_a)
+           "window_jobs"_a, "max_queue"_a, "policy"_a, "backfill"_a, "reward"_a, "baseline"_a,
+           "seeds"_a)
       .def("__len__", [](const PyBatchEnv& e) { return e.env.size(); })
       .def("set_outputs", &set_outputs, "jobs"_a, "cluster"_a, "mask"_a, "reward"_a, "done"_a,
            "episode_start"_a, "episode_metrics"_a,

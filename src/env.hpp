@@ -21,9 +21,10 @@ namespace ddppo {
 enum class Reward { kBsld, kWait, kUtilization, kFairshare };
 Reward parse_reward(const std::string& name);
 
-constexpr size_t kJobFeatures = 9;
+constexpr size_t kJobFeatures = 12;
 constexpr size_t kClusterFeatures = 3;
 constexpr double kTimeScale = 12 * 3600;  // waits, requests and work are in units of 12 h
+constexpr double kLogDecades = 6;         // log10 features: 10^6 s (11.6 days) maps to 1
 
 struct EnvConfig {
   int32_t machine_procs;
@@ -32,6 +33,9 @@ struct EnvConfig {
   Policy policy;     // orders backfill scans (and the heuristic helper)
   Backfill backfill;
   Reward reward;
+  // When set, the reward is relative to this heuristic's on the same window (an
+  // action-independent baseline: same expected gradient, much less variance).
+  std::optional<Policy> baseline;
 };
 
 // Per-job dense ids (0-based) of users and groups, for the multi-user features.
@@ -80,6 +84,7 @@ class BatchEnv {
     uint64_t episode = 0;  // numbers the episodes: the window start is a hash of both
     size_t begin = 0;
     std::optional<Simulator> sim;
+    double baseline_reward = 0;          // the baseline heuristic's reward on this window
     std::vector<int32_t> running_procs;  // per user, scratch for the features
     std::vector<double> queued_work;     // per user, scratch
   };
@@ -87,6 +92,7 @@ class BatchEnv {
   void start_window(Env& e, size_t begin);
   void act(Env& e, int32_t action);
   float finish_episode(const Env& e, double* metrics) const;
+  double reward_of(const Metrics& m) const;
   void observe(Env& e, size_t i, Outputs out) const;
 
   Workload w_;

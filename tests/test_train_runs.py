@@ -22,7 +22,7 @@ def weights(run_dir) -> dict:
 
 def test_size_one_without_mpirun(tmp_path):
     out = subprocess.run(
-        [*TRAIN, "--run-dir", str(tmp_path), *SMALL, "ppo.updates=2"],
+        [*TRAIN, "--run-dir", str(tmp_path), *SMALL, "ppo.updates=2", "ppo.anneal_lr=true"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -30,6 +30,8 @@ def test_size_one_without_mpirun(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "update 2/2" in out.stderr
     assert weights(tmp_path)["update"] == 2 and len(weights(tmp_path)["ranks"]) == 1
+    # Annealed: the second update (update 1 of 2, 0-based) learns at half the rate.
+    assert weights(tmp_path)["optimizer"]["param_groups"][0]["lr"] == 3e-4 / 2
 
 
 def test_bad_configuration_is_one_line_and_exit_2(tmp_path):

@@ -28,7 +28,13 @@ class EnvConfig:
     window_jobs: int = 256  # jobs per episode
     max_queue: int = 64  # K: job slots in the observation
     backfill: str = "easy"  # none | easy | conservative
+    # the order of backfill scans (the agent picks the job to run or wait for; backfilling
+    # then tries the others in this heuristic's order): fcfs | sjf | wfp3 | unicep | f1
+    backfill_order: str = "fcfs"
     reward: str = "bsld"  # bsld | wait | utilization | fairshare
+    # none, or a heuristic (fcfs | sjf | wfp3 | unicep | f1): the reward becomes the
+    # difference to that heuristic's on the same window (less variance, same optimum)
+    reward_baseline: str = "none"
     reward_scale: float = 100.0  # rewards are divided by this before learning
 
 
@@ -45,6 +51,7 @@ class PPOConfig:
     epochs: int = 4
     minibatches: int = 4  # per epoch, the same count on every rank
     lr: float = 3e-4
+    anneal_lr: bool = False  # lr falls linearly to 0 over the updates (CleanRL's default)
     gamma: float = 1.0
     gae_lambda: float = 0.97
     clip: float = 0.2
@@ -86,6 +93,8 @@ class TrainConfig:
 CHOICES = {
     ("env", "backfill"): ("none", "easy", "conservative"),
     ("env", "reward"): ("bsld", "wait", "utilization", "fairshare"),
+    ("env", "reward_baseline"): ("none", "fcfs", "sjf", "wfp3", "unicep", "f1"),
+    ("env", "backfill_order"): ("fcfs", "sjf", "wfp3", "unicep", "f1"),
     ("policy", "name"): ("mlp", "attention"),
     ("run", "device"): ("auto", "cpu", "cuda"),
 }

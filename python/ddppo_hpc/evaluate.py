@@ -35,10 +35,13 @@ HELD_OUT_SEED = (
 
 @torch.no_grad()
 def evaluate_policy(
-    policy: torch.nn.Module, trace: Trace, first: int, jobs: int, max_queue: int, backfill: str
+    policy: torch.nn.Module, trace: Trace, first: int, jobs: int, config: TrainConfig
 ) -> dict:
     """The metrics of one greedy episode on jobs first .. first+jobs-1."""
-    env = VecSchedulingEnv(trace, 1, jobs, max_queue, backfill)
+    options = config.env
+    env = VecSchedulingEnv(
+        trace, 1, jobs, options.max_queue, options.backfill, options.backfill_order
+    )
     env.reset()
     obs = env.begin_at([first])
     while True:
@@ -69,8 +72,8 @@ def compare(run_dir: Path, trace_path: str | None, window_jobs: int, windows: in
     policy.load_state_dict(checkpoint["model"])
     trace = evaluation_trace(config, trace_path)
     spans = protocol_windows(len(trace), 0, windows, window_jobs)
-    backfill, queue = config.env.backfill, config.env.max_queue
-    rows = {"policy": [evaluate_policy(policy, trace, f, n, queue, backfill) for f, n in spans]}
+    backfill = config.env.backfill
+    rows = {"policy": [evaluate_policy(policy, trace, f, n, config) for f, n in spans]}
     for heuristic in POLICIES:
         rows[heuristic] = [simulate(trace, heuristic, backfill, f, n).metrics for f, n in spans]
     return [

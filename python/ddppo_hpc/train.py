@@ -59,9 +59,10 @@ class Trainer:
             env.window_jobs,
             env.max_queue,
             env.backfill,
-            "fcfs",
+            env.backfill_order,
             env.reward,
             seed=config.run.seed + ctx.rank * env.num_envs,
+            baseline=env.reward_baseline,
         )
         torch.manual_seed(config.run.seed)  # the same initial weights everywhere
         self.policy = build_policy(config.policy.name, config.policy.hidden).to(ctx.device)
@@ -122,6 +123,9 @@ class Trainer:
         """PPO epochs over this rank's samples, gradients averaged over ranks by samples."""
         ppo, s = self.config.ppo, self.storage
         t = s.used
+        if ppo.anneal_lr:  # a function of the update count alone, so resume keeps it
+            for group in self.optimizer.param_groups:
+                group["lr"] = ppo.lr * (1 - self.update / ppo.updates)
         advantages, returns = gae(
             s.rewards[:t], s.values[:t], s.dones[:t], last_value, ppo.gamma, ppo.gae_lambda
         )

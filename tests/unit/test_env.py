@@ -62,12 +62,15 @@ def test_observation_features_by_hand():
     assert obs["action_mask"][0].tolist() == [True, True, True]
     half_day = 12 * 3600
     # Job 2: waited 0 s, asks 10 s, 2 of 4 procs, user 8 (second of 2 users), cannot start
-    # (1 proc free), user 8 runs nothing, queued work of user 8: 2*10 + 4*50 proc-seconds.
+    # (1 proc free), user 8 runs nothing, queued work of user 8: 2*10 + 4*50 proc-seconds;
+    # log10(1 + 10) / 6, log10(1 + 0) / 6, log2(2) / log2(4).
     expected = [0, 10 / half_day, 0.5, 2 / 3, 1 / 2, 0, 0, 220 / (4 * half_day), 1]
+    expected += [np.log10(11) / 6, 0, 0.5]
     assert jobs[0].tolist() == pytest.approx(expected)
-    # Job 3: user 7 runs 3 of 4 procs; it fits in the free proc.
+    # Job 3: user 7 runs 3 of 4 procs; it fits in the free proc; 1 proc: log2 term 0.
     assert jobs[1][5] == 1 and jobs[1][6] == pytest.approx(0.75)
     assert jobs[1][1] == pytest.approx(7200 / half_day)
+    assert jobs[1][9] == pytest.approx(np.log10(7201) / 6) and jobs[1][11] == 0
     # Cluster: 1 of 4 procs free; job 1 has 190 s of its 200 s request left on 3 procs.
     assert cluster.tolist() == pytest.approx([0.25, 3 * 190 / (4 * half_day), 1.0])
 
@@ -102,6 +105,23 @@ def test_episode_rewards(trace, reward):
         "fairshare": -(result.metrics["avg_bsld"] + np.std(users)),
     }[reward]
     assert r[i] == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("baseline", ["sjf", "f1"])
+def test_rewards_relative_to_a_baseline_heuristic(trace, baseline):
+    # FCFS picks; the reward is FCFS's minus the baseline's on the same window.
+    env = VecSchedulingEnv(trace, 2, window_jobs=100, max_queue=100, seed=3, baseline=baseline)
+    env.reset()
+    while True:
+        _, r, terminated, _, info = env.step(env.heuristic_actions())
+        if terminated.any():
+            break
+    i = int(np.flatnonzero(terminated)[0])
+    start = int(info["episode_start"][i])
+    ours = simulate(trace, "fcfs", "easy", start=start, jobs=100).metrics["avg_bsld"]
+    theirs = simulate(trace, baseline, "easy", start=start, jobs=100).metrics["avg_bsld"]
+    assert ours != theirs
+    assert r[i] == pytest.approx(-(ours - theirs), rel=1e-6)
 
 
 def test_seeded_and_deterministic(trace):

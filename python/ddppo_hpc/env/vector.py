@@ -36,6 +36,7 @@ class VecSchedulingEnv:
         policy: str = "fcfs",
         reward: str = "bsld",
         seed: int = 0,
+        baseline: str = "none",
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -55,6 +56,7 @@ class VecSchedulingEnv:
             policy,
             backfill,
             reward,
+            baseline,
             [seed + i for i in range(num_envs)],
         )
         b, k = num_envs, max_queue
