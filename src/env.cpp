@@ -184,6 +184,15 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     f[11] = static_cast<float>(log_machine > 0 ? std::log2(w_.procs[j]) / log_machine : 0.0);
     mask[k] = 1;
   }
+  // Feature 12: the job's rank under F1 (Carastan-Neto and de Camargo, 2017), a score fitted
+  // to Lublin-model workloads and the strongest of the classic heuristics there: a prior
+  // the agent can follow, or learn when to leave. Ties go by queue (submit, id) order.
+  e.ranked.clear();
+  for (size_t k = 0; k < visible; ++k)
+    e.ranked.emplace_back(score(Policy::kF1, w_, queue[k], now), k);
+  std::sort(e.ranked.begin(), e.ranked.end());
+  for (size_t r = 0; r < visible; ++r)
+    jobs[e.ranked[r].second * kJobFeatures + 12] = static_cast<float>(r) / static_cast<float>(K);
   for (const auto& r : s.running()) e.running_procs[accounts_.user[r.job]] = 0;
   for (size_t k = 0; k < visible; ++k) e.queued_work[accounts_.user[queue[k]]] = 0;
   float* c = out.cluster + i * kClusterFeatures;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "metrics.hpp"
@@ -21,7 +22,7 @@ namespace ddppo {
 enum class Reward { kBsld, kWait, kUtilization, kFairshare };
 Reward parse_reward(const std::string& name);
 
-constexpr size_t kJobFeatures = 12;
+constexpr size_t kJobFeatures = 13;
 constexpr size_t kClusterFeatures = 3;
 constexpr double kTimeScale = 12 * 3600;  // waits, requests and work are in units of 12 h
 constexpr double kLogDecades = 6;         // log10 features: 10^6 s (11.6 days) maps to 1
@@ -87,6 +88,7 @@ class BatchEnv {
     double baseline_reward = 0;          // the baseline heuristic's reward on this window
     std::vector<int32_t> running_procs;  // per user, scratch for the features
     std::vector<double> queued_work;     // per user, scratch
+    std::vector<std::pair<double, size_t>> ranked;  // (F1 score, slot), scratch
   };
   void start_episode(Env& e);
   void start_window(Env& e, size_t begin);

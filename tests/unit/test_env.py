@@ -65,12 +65,14 @@ def test_observation_features_by_hand():
     # (1 proc free), user 8 runs nothing, queued work of user 8: 2*10 + 4*50 proc-seconds;
     # log10(1 + 10) / 6, log10(1 + 0) / 6, log2(2) / log2(4).
     expected = [0, 10 / half_day, 0.5, 2 / 3, 1 / 2, 0, 0, 220 / (4 * half_day), 1]
-    expected += [np.log10(11) / 6, 0, 0.5]
+    expected += [np.log10(11) / 6, 0, 0.5, 0]
     assert jobs[0].tolist() == pytest.approx(expected)
     # Job 3: user 7 runs 3 of 4 procs; it fits in the free proc; 1 proc: log2 term 0.
     assert jobs[1][5] == 1 and jobs[1][6] == pytest.approx(0.75)
     assert jobs[1][1] == pytest.approx(7200 / half_day)
     assert jobs[1][9] == pytest.approx(np.log10(7201) / 6) and jobs[1][11] == 0
+    # F1 = log10(r) * n + 870 log10(10): 2 (job 2), 3.86 (job 3), 6.80 (job 4): ranks / K.
+    assert [jobs[k][12] for k in range(3)] == pytest.approx([0, 1 / 3, 2 / 3])
     # Cluster: 1 of 4 procs free; job 1 has 190 s of its 200 s request left on 3 procs.
     assert cluster.tolist() == pytest.approx([0.25, 3 * 190 / (4 * half_day), 1.0])
 
