@@ -106,9 +106,8 @@ def write_per_job(path: str, workload: GpuWorkload, r: GpuResult) -> None:
         ):
             gpus = " ".join(map(str, r.gpus[k].tolist()))
             runtime, g = workload.runtime[r.begin + k], workload.gpus[r.begin + k]
-            f.write(
-                f"{job},{submit},{start},{end},{end - submit},{runtime},{g},{r.comm_cost[k]},{gpus}\n"
-            )
+            cells = (job, submit, start, end, end - submit, runtime, g, r.comm_cost[k], gpus)
+            f.write(",".join(map(str, cells)) + "\n")
 
 
 def print_table(workload: GpuWorkload, cluster: Cluster, rows: list[dict]) -> None:
