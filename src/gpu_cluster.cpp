@@ -17,13 +17,6 @@ int32_t share_limit(double free, double share) {
 }
 }  // namespace
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 GpuOrder parse_gpu_order(const std::string& name) {
   if (name == "fifo") return GpuOrder::kFifo;
   if (name == "srtf") return GpuOrder::kSrtf;

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "splitmix.hpp"
+
 namespace ddppo {
 
 // Jobs of a cleaned GPU trace, as column views over caller-owned arrays, in (submit, id)
@@ -45,7 +47,6 @@ enum class GpuOrder { kFifo, kSrtf, kLas };
 enum class GpuPlacement { kFirstFit, kBestFit, kRandom };
 GpuOrder parse_gpu_order(const std::string& name);
 GpuPlacement parse_gpu_placement(const std::string& name);
-uint64_t splitmix64(uint64_t x);
 
 class GpuCluster {
  public:
