@@ -159,6 +159,7 @@ void GpuBatchEnv::observe(const Env& e, size_t i, GpuOutputs out) const {
   g[4] = head >= 0 ? time_feature(jobs_.runtime[head]) : 0.0f;
   g[5] = static_cast<float>(
       std::min(static_cast<double>(s.waiting().size()) / config_.max_queue, 1.0));
+  g[6] = head >= 0 ? time_feature(s.now() - jobs_.submit[head]) : 0.0f;
   if (s.done()) return;
   if (place)
     observe_gpus(s, slot, mask);

@@ -14,7 +14,7 @@
 namespace ddppo {
 
 constexpr size_t kGpuSlotFeatures = 8;
-constexpr size_t kGpuGlobalFeatures = 6;
+constexpr size_t kGpuGlobalFeatures = 7;
 constexpr size_t kGpuEpisodeMetrics = 5;  // avg_jct, makespan, avg_comm_cost, util, delay
 
 struct GpuEnvConfig {

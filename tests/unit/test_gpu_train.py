@@ -44,7 +44,7 @@ def test_cluster_and_holdout_errors():
 def test_dual_training_updates_both_networks(tmp_path):
     config = load_config(None, [*TINY_GPU, "gpu.mode=dual", "policy.name=dual"])
     torch.manual_seed(config.run.seed)
-    before = DualPolicy(config.policy.hidden, 8, 6).state_dict()
+    before = DualPolicy(config.policy.hidden, 8, 7).state_dict()
     trainer = train(config, context.init("cpu"), tmp_path, resume=False)
     after = trainer.policy.state_dict()
     assert trainer.update == 2
