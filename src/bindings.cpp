@@ -1,5 +1,7 @@
 // The Python module `ddppo_hpc._core`: type conversion only; the logic lives in the other
 // files of src/.
+#include "bindings.hpp"
+
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -21,16 +23,9 @@ using namespace nb::literals;
 
 namespace {
 
-template <typename T>
-using Column = nb::ndarray<const T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
-
-// Hands a vector to NumPy without a copy.
-template <typename T>
-nb::ndarray<nb::numpy, T, nb::ndim<1>> to_numpy(std::vector<T>&& v) {
-  auto* owned = new std::vector<T>(std::move(v));
-  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-  return nb::ndarray<nb::numpy, T, nb::ndim<1>>(owned->data(), {owned->size()}, owner);
-}
+using ddppo_bindings::Column;
+using ddppo_bindings::Out;
+using ddppo_bindings::to_numpy;
 
 ddppo::Workload workload(Column<int64_t> id, Column<double> submit, Column<double> runtime,
                          Column<double> requested_time, Column<int32_t> procs,
@@ -84,9 +79,6 @@ nb::tuple simulate(Column<int64_t> id, Column<double> submit, Column<double> run
   metrics["user_avg_bsld"] = to_numpy(std::move(m.user_avg_bsld));
   return nb::make_tuple(to_numpy(std::move(start)), metrics);
 }
-
-template <typename T, int64_t... Shape>
-using Out = nb::ndarray<T, nb::shape<Shape...>, nb::c_contig, nb::device::cpu>;
 
 // The batch environment and the arrays it reads: the workload's columns stay alive as long
 // as the environment does.
@@ -207,4 +199,5 @@ NB_MODULE(_core, m) {
       .def(
           "observe", [](PyBatchEnv& e) { e.env.observe(outputs_of(e)); },
           "Writes every environment's current observation.");
+  ddppo_bindings::bind_gpu(m);
 }

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "splitmix.hpp"
+
 namespace ddppo {
 
 Reward parse_reward(const std::string& name) {
@@ -31,17 +33,6 @@ BatchEnv::BatchEnv(const Workload& w, Accounts accounts, EnvConfig config,
     envs_[i].queued_work.assign(accounts_.users, 0);
   }
 }
-
-namespace {
-// SplitMix64 (Steele, Lea and Flood, OOPSLA 2014): a counter-based generator, so that an
-// environment's n-th episode can be found again without replaying the ones before.
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-}  // namespace
 
 void BatchEnv::start_episode(Env& e) {
   uint64_t draw = splitmix64(e.seed ^ splitmix64(e.episode));

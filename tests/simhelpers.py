@@ -42,3 +42,21 @@ TINY_TRAINING = [
     "ppo.epochs=2",
     "run.checkpoint_every=100",
 ]
+
+
+# A GPU-mode run of a few seconds: synthetic DL jobs on one rack of 2 machines of 4 GPUs.
+TINY_GPU = [
+    "data.synthetic_jobs=800",
+    "env.num_envs=2",
+    "env.window_jobs=32",
+    "env.max_queue=8",
+    "env.reward_scale=1.0",
+    "ppo.rollout_steps=16",
+    "ppo.minibatches=2",
+    "ppo.epochs=1",
+    "ppo.updates=2",
+    "gpu.racks=1",
+    "gpu.machines_per_rack=2",
+    "gpu.gpus_per_machine=4",
+    "run.checkpoint_every=100",
+]

@@ -78,6 +78,28 @@ class RunConfig:
 
 
 @dataclass
+class GpuConfig:
+    """GPU-cluster mode (docs/gpu.md): `data.trace` is then a Philly or Alibaba dataset
+    directory, a Philly CSV, or "synthetic" (DL jobs, `data.synthetic_jobs` per rank)."""
+
+    mode: str = "off"  # off (HPC queue) | placement (agent places, `order` orders) | dual
+    order: str = "srtf"  # the ordering heuristic in placement mode: fifo | srtf | las
+    racks: int = 2
+    machines_per_rack: int = 4
+    gpus_per_machine: int = 8
+    models: str = "V100M32,V100M16,P100,T4"  # GPU models, cycled over the machines
+    link_costs: str = "1,4,16"  # same machine, same rack, across racks
+    comm_penalty: float = 0.05
+    speed_noise: float = 0.2  # log-normal sigma of the hidden per-machine speed factors
+    speed_seed: int = 0
+    load: float = 0.9  # offered load of the synthetic DL jobs
+    holdout_jobs: int = 4096  # the trace's last jobs, kept out of training for evaluation
+    w_jct: float = 1.0  # reward weights: average JCT (hours)
+    w_makespan: float = 0.0  # makespan (hours)
+    w_comm: float = 0.1  # average communication cost (per cross-rack link cost)
+
+
+@dataclass
 class TrainConfig:
     data: DataConfig = field(default_factory=DataConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
@@ -85,6 +107,7 @@ class TrainConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
     dist: DistConfig = field(default_factory=DistConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    gpu: GpuConfig = field(default_factory=GpuConfig)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -95,7 +118,9 @@ CHOICES = {
     ("env", "reward"): ("bsld", "wait", "utilization", "fairshare"),
     ("env", "reward_baseline"): ("none", "fcfs", "sjf", "wfp3", "unicep", "f1"),
     ("env", "backfill_order"): ("fcfs", "sjf", "wfp3", "unicep", "f1"),
-    ("policy", "name"): ("mlp", "attention"),
+    ("policy", "name"): ("mlp", "attention", "dual"),
+    ("gpu", "mode"): ("off", "placement", "dual"),
+    ("gpu", "order"): ("fifo", "srtf", "las"),
     ("run", "device"): ("auto", "cpu", "cuda"),
 }
 POSITIVE = {
@@ -111,6 +136,9 @@ POSITIVE = {
     ("ppo", "minibatches"),
     ("ppo", "lr"),
     ("run", "checkpoint_every"),
+    ("gpu", "racks"),
+    ("gpu", "machines_per_rack"),
+    ("gpu", "gpus_per_machine"),
 }
 
 
@@ -146,6 +174,12 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'dist.slow_factor' must be at least 1")
     if not 0 < config.dist.sync_frac <= 1 or not 0 < config.dist.min_rollout_frac <= 1:
         raise ConfigError("'dist.sync_frac' and 'dist.min_rollout_frac' must be in (0, 1]")
+    expected = {"off": ("mlp", "attention"), "placement": ("mlp",), "dual": ("dual",)}
+    if config.policy.name not in expected[config.gpu.mode]:
+        raise ConfigError(
+            f"'gpu.mode: {config.gpu.mode}' needs 'policy.name' "
+            + " or ".join(expected[config.gpu.mode])
+        )
 
 
 def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConfig:

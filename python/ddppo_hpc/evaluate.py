@@ -24,6 +24,8 @@ from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.data.trace import Trace, TraceError
 from ddppo_hpc.dist.control import CHECKPOINT
 from ddppo_hpc.env import EPISODE_METRICS, VecSchedulingEnv
+from ddppo_hpc.gpu import training as gpu_training
+from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
 from ddppo_hpc.policy import build_policy
 from ddppo_hpc.rl.ppo import masked_distribution
 from ddppo_hpc.sim import POLICIES, PROTOCOL_JOBS, PROTOCOL_WINDOWS, protocol_windows, simulate
@@ -68,6 +70,16 @@ def compare(run_dir: Path, trace_path: str | None, window_jobs: int, windows: in
     """Rows of mean metrics over the windows: the policy, then every heuristic."""
     checkpoint = torch.load(run_dir / CHECKPOINT, weights_only=False)
     config = from_dict(checkpoint["config"])
+    if config.gpu.mode != "off":
+        if trace_path is not None:
+            raise ConfigError(
+                "--trace does not apply in GPU mode: the run's held-out jobs are used"
+            )
+        policy = build_policy(
+            config.policy.name, config.policy.hidden, SLOT_FEATURES, GLOBAL_FEATURES
+        )
+        policy.load_state_dict(checkpoint["model"])
+        return gpu_training.compare(config, policy, windows)
     policy = build_policy(config.policy.name, config.policy.hidden)
     policy.load_state_dict(checkpoint["model"])
     trace = evaluation_trace(config, trace_path)
@@ -101,15 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, TraceError, FileNotFoundError, ValueError) as e:
         print(f"python -m ddppo_hpc.evaluate: error: {e}", file=sys.stderr)
         return 2
-    print(
-        f"{'scheduler':<12}{'backfill':<10}{'windows':>8}"
-        + "".join(f"{m:>16}" for m in EPISODE_METRICS)
-    )
+    # HPC rows: scheduler, backfill, windows, metrics; GPU rows have no backfill
+    print("".join(f"{k:>16}" for k in rows[0]))
     for row in rows:
-        print(
-            f"{row['scheduler']:<12}{row['backfill']:<10}{row['windows']:>8}"
-            + "".join(f"{row[m]:>16.3f}" for m in EPISODE_METRICS)
-        )
+        print("".join(f"{v:>16.3f}" if isinstance(v, float) else f"{v:>16}" for v in row.values()))
     return 0
 
 

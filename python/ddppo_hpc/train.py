@@ -28,7 +28,7 @@ from ddppo_hpc.data.trace import Trace, TraceError
 from ddppo_hpc.dist import context, control, sync
 from ddppo_hpc.dist.preemption import Preemption
 from ddppo_hpc.env import VecSchedulingEnv
-from ddppo_hpc.env.vector import CLUSTER_FEATURES, JOB_FEATURES
+from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.metrics_log import MetricsLog
 from ddppo_hpc.policy import build_policy
 from ddppo_hpc.rl import RolloutStorage, gae, ppo_loss
@@ -49,28 +49,37 @@ def rank_trace(config: TrainConfig, rank: int, size: int) -> Trace:
     return trace.slice(rank * len(trace) // size, (rank + 1) * len(trace) // size)
 
 
+def make_env(config: TrainConfig, rank: int, size: int) -> VecSchedulingEnv:
+    """This rank's environments: HPC queue ones, or GPU-cluster ones (`gpu.mode`)."""
+    if config.gpu.mode != "off":
+        return gpu_training.make_env(config, rank, size)
+    env = config.env
+    return VecSchedulingEnv(
+        rank_trace(config, rank, size),
+        env.num_envs,
+        env.window_jobs,
+        env.max_queue,
+        env.backfill,
+        env.backfill_order,
+        env.reward,
+        seed=config.run.seed + rank * env.num_envs,
+        baseline=env.reward_baseline,
+    )
+
+
 class Trainer:
     def __init__(self, config: TrainConfig, ctx: context.Context, run_dir: Path):
         self.config, self.ctx, self.run_dir = config, ctx, run_dir
         env, ppo = config.env, config.ppo
-        self.env = VecSchedulingEnv(
-            rank_trace(config, ctx.rank, ctx.size),
-            env.num_envs,
-            env.window_jobs,
-            env.max_queue,
-            env.backfill,
-            env.backfill_order,
-            env.reward,
-            seed=config.run.seed + ctx.rank * env.num_envs,
-            baseline=env.reward_baseline,
-        )
+        self.env = make_env(config, ctx.rank, ctx.size)
+        _, slots, features = self.env.jobs.shape  # the environment's observation widths
+        cluster = self.env.cluster.shape[1]
         torch.manual_seed(config.run.seed)  # the same initial weights everywhere
-        self.policy = build_policy(config.policy.name, config.policy.hidden).to(ctx.device)
+        self.policy = build_policy(config.policy.name, config.policy.hidden, features, cluster)
+        self.policy = self.policy.to(ctx.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=ppo.lr, eps=1e-5)
         self.generator = torch.Generator().manual_seed(config.run.seed + ctx.rank)
-        self.storage = RolloutStorage(
-            ppo.rollout_steps, env.num_envs, env.max_queue, JOB_FEATURES, CLUSTER_FEATURES
-        )
+        self.storage = RolloutStorage(ppo.rollout_steps, env.num_envs, slots, features, cluster)
         self.preemption = Preemption(
             ctx.comm, config.dist.sync_frac, config.dist.min_rollout_frac, config.dist.preemption
         )
@@ -105,7 +114,7 @@ class Trainer:
             storage.insert(self.obs, actions, logprobs, values)
             self.obs, reward, terminated, _, info = self.env.step(actions.numpy())
             storage.outcome(reward / config.env.reward_scale, terminated)
-            bslds.extend(info["avg_bsld"][terminated].tolist())
+            bslds.extend(info[self.env.SCORE][terminated].tolist())
             self.stall(time.perf_counter() - began)
             if step < steps and self.preemption.should_stop(step, steps):
                 break

@@ -259,6 +259,12 @@ class TraceStore:
 
     def trace(self, start: int = 0, jobs: int | None = None) -> Trace:
         """Jobs start .. start+jobs-1 of the whole store as a Trace (for the simulator)."""
+        return self.as_trace(self.columns(start, jobs))
+
+    def columns(
+        self, start: int = 0, jobs: int | None = None, names=tuple(CORE_COLUMNS)
+    ) -> dict[str, np.ndarray]:
+        """The named columns of jobs start .. start+jobs-1 of the whole store."""
         if not 0 <= start < len(self):
             raise TraceError(f"--start {start} is outside the dataset's {len(self)} jobs")
         stop = len(self) if jobs is None else min(len(self), start + jobs)
@@ -267,10 +273,8 @@ class TraceStore:
             first, rows = part["first_job"], part["jobs"]
             lo, hi = max(start, first), min(stop, first + rows)
             if lo < hi:
-                pieces.append(self.read(k, lo - first, hi - first))
-        return self.as_trace(
-            {name: np.concatenate([p[name] for p in pieces]) for name in CORE_COLUMNS}
-        )
+                pieces.append(self.read(k, lo - first, hi - first, names))
+        return {name: np.concatenate([p[name] for p in pieces]) for name in names}
 
     def as_trace(self, columns: dict[str, np.ndarray]) -> Trace:
         return Trace(

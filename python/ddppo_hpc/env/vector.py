@@ -26,6 +26,9 @@ class VecSchedulingEnv:
     the next step: copy what must outlive it.
     """
 
+    METRICS = EPISODE_METRICS  # the episode metrics in `info`, in the core's column order
+    SCORE = "avg_bsld"  # the metric that training logs per episode
+
     def __init__(
         self,
         trace: Trace,
@@ -114,7 +117,7 @@ class VecSchedulingEnv:
         self._logged += 1
         self._logged[terminated] = 0
         info = {"episode_start": self.episode_start}
-        info.update({name: self.episode_metrics[:, k] for k, name in enumerate(EPISODE_METRICS)})
+        info.update({name: self.episode_metrics[:, k] for k, name in enumerate(self.METRICS)})
         return self.observation(), self.reward, terminated, np.zeros_like(terminated), info
 
     def begin_at(self, starts: list[int]) -> dict[str, np.ndarray]:

@@ -8,7 +8,7 @@ from torch import nn
 
 from ddppo_hpc.env.vector import CLUSTER_FEATURES, JOB_FEATURES
 
-POLICIES = ("mlp", "attention")
+POLICIES = ("mlp", "attention", "dual")
 
 
 class JobScoringMLP(nn.Module):
@@ -16,15 +16,19 @@ class JobScoringMLP(nn.Module):
     slot from its features and the cluster's, so the policy is independent of slot order
     and size; the value head reads the mean of the valid slots' hidden features."""
 
-    def __init__(self, hidden: int = 32):
+    def __init__(
+        self, hidden: int = 32, slot_features: int = JOB_FEATURES, cluster: int = CLUSTER_FEATURES
+    ):
         super().__init__()
-        width = JOB_FEATURES + CLUSTER_FEATURES
         self.encode = nn.Sequential(
-            nn.Linear(width, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()
+            nn.Linear(slot_features + cluster, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
         )
         self.score = nn.Linear(hidden, 1)
         self.value = nn.Sequential(
-            nn.Linear(hidden + CLUSTER_FEATURES, hidden), nn.ReLU(), nn.Linear(hidden, 1)
+            nn.Linear(hidden + cluster, hidden), nn.ReLU(), nn.Linear(hidden, 1)
         )
 
     def forward(self, jobs, cluster, mask):
@@ -56,6 +60,27 @@ class AttentionPolicy(nn.Module):
         return self.score(h).squeeze(-1), self.value(pooled(h, mask, cluster)).squeeze(-1)
 
 
+class DualPolicy(nn.Module):
+    """The GPU dual agent (docs/gpu.md, "Environments"): an ordering network scores the
+    waiting jobs and a placement network scores the GPUs, both RLScheduler-style kernels;
+    global feature 0 says which step it is (1: placement), and that network's logits and
+    value are used. One module, so that one PPO loss trains both on the shared reward."""
+
+    def __init__(self, hidden: int, slot_features: int, cluster: int):
+        super().__init__()
+        self.order = JobScoringMLP(hidden, slot_features, cluster)
+        self.place = JobScoringMLP(hidden, slot_features, cluster)
+
+    def forward(self, jobs, cluster, mask):
+        order_logits, order_value = self.order(jobs, cluster, mask)
+        place_logits, place_value = self.place(jobs, cluster, mask)
+        placing = cluster[:, :1] > 0.5
+        return (
+            torch.where(placing, place_logits, order_logits),
+            torch.where(placing[:, 0], place_value, order_value),
+        )
+
+
 def pooled(h: torch.Tensor, mask: torch.Tensor, cluster: torch.Tensor) -> torch.Tensor:
     """Mean of the valid slots' features, with the cluster features."""
     weights = mask.unsqueeze(-1).float()
@@ -63,9 +88,14 @@ def pooled(h: torch.Tensor, mask: torch.Tensor, cluster: torch.Tensor) -> torch.
     return torch.cat([mean, cluster], dim=-1)
 
 
-def build_policy(name: str, hidden: int) -> nn.Module:
+def build_policy(
+    name: str, hidden: int, slot_features: int = JOB_FEATURES, cluster: int = CLUSTER_FEATURES
+) -> nn.Module:
+    """`slot_features` and `cluster` are the environment's widths (GPU mode: its slots')."""
     if name == "mlp":
-        return JobScoringMLP(hidden)
+        return JobScoringMLP(hidden, slot_features, cluster)
+    if name == "dual":
+        return DualPolicy(hidden, slot_features, cluster)
     if name == "attention":
         return AttentionPolicy(hidden)
     raise ValueError(f"unknown policy '{name}' (choose from {', '.join(POLICIES)})")

@@ -1,0 +1,3 @@
+from ddppo_hpc.gpu.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,150 @@
+"""Command line of the GPU-cluster simulator; see `python -m ddppo_hpc.gpu --help`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ddppo_hpc.data.dljobs import generate_dl_jobs
+from ddppo_hpc.data.trace import TraceError
+from ddppo_hpc.gpu import METRICS, ORDERS, PLACEMENTS, GpuResult, simulate_gpu
+from ddppo_hpc.gpu.topology import Cluster, uniform
+from ddppo_hpc.gpu.workload import GpuWorkload, from_trace, load, node_machines
+from ddppo_hpc.io import atomic_write
+
+EPILOG = """\
+Without --trace, seeded synthetic DL jobs (ddppo_hpc.data.dljobs) are used.
+Times are seconds; JCT = end - submit. Exact semantics: docs/gpu.md.
+Exit codes: 0 ok, 2 bad input.
+
+examples:
+  python -m ddppo_hpc.gpu --trace philly-2017-jobs.csv.gz --start 70000 --jobs 1024 \\
+      --order all --placement all
+  python -m ddppo_hpc.gpu --trace alibaba/ --nodes-topology --order srtf --placement best_fit
+  python -m ddppo_hpc.gpu --racks 2 --machines-per-rack 4 --gpus-per-machine 8 \\
+      --models V100M32,P100 --speed-noise 0.2 --json --per-job jobs.csv
+"""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m ddppo_hpc.gpu",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Simulate heuristic GPU-cluster schedulers (an ordering and a placement) "
+        "on a GPU trace and print JCT, makespan, communication cost and utilization.",
+    )
+    p.add_argument(
+        "--trace",
+        nargs="+",
+        metavar="FILE",
+        help="dataset directory, Philly job CSV, or Alibaba pod CSV and node CSV",
+    )
+    p.add_argument("--synthetic-jobs", type=int, default=2000, metavar="N")
+    p.add_argument("--load", type=float, default=0.9, help="synthetic offered load (0.9)")
+    p.add_argument("--racks", type=int, default=2)
+    p.add_argument("--machines-per-rack", type=int, default=4)
+    p.add_argument("--gpus-per-machine", type=int, default=8)
+    p.add_argument("--models", default="V100M32,V100M16,P100,T4", help="cycled over machines")
+    p.add_argument(
+        "--nodes-topology", action="store_true", help="the trace's own node list (Alibaba)"
+    )
+    p.add_argument("--link-costs", default="1,4,16", help="machine,rack,cross-rack (1,4,16)")
+    p.add_argument("--comm-penalty", type=float, default=0.05)
+    p.add_argument("--speed-noise", type=float, default=0.0, help="log-normal sigma (0)")
+    p.add_argument("--speed-seed", type=int, default=0)
+    p.add_argument("--order", default="fifo", choices=(*ORDERS, "all"))
+    p.add_argument("--placement", default="first_fit", choices=(*PLACEMENTS, "all"))
+    p.add_argument("--seed", type=int, default=0, help="random placement and synthetic jobs")
+    p.add_argument("--start", type=int, default=0, metavar="K", help="first job (0-based)")
+    p.add_argument("--jobs", type=int, metavar="N", help="jobs in the window (default: all)")
+    p.add_argument("--json", action="store_true", help="print JSON (a list for several)")
+    p.add_argument("--per-job", metavar="OUT.csv", help="each job's schedule as CSV")
+    args = p.parse_args(argv)
+    if args.per_job and "all" in (args.order, args.placement):
+        p.error("--per-job needs a single order and placement")
+    return args
+
+
+def cluster_of(args: argparse.Namespace, workload: GpuWorkload | None) -> Cluster:
+    try:
+        links = tuple(float(x) for x in args.link_costs.split(","))
+    except ValueError:
+        links = ()
+    if len(links) != 3:
+        raise ValueError(f"--link-costs must be three numbers, not {args.link_costs!r}")
+    if args.nodes_topology:
+        machines = node_machines(workload, args.machines_per_rack)
+    else:
+        models = tuple(m for m in args.models.split(",") if m)
+        machines = uniform(args.racks, args.machines_per_rack, args.gpus_per_machine, models)
+    return Cluster(machines, links, args.comm_penalty, args.speed_noise, args.speed_seed)
+
+
+def load_workload(args: argparse.Namespace) -> tuple[GpuWorkload, Cluster]:
+    if args.trace:
+        workload = load(args.trace)
+        cluster = cluster_of(args, workload)
+    else:
+        if args.nodes_topology:
+            raise ValueError("--nodes-topology needs a trace with a node list")
+        cluster = cluster_of(args, None)
+        if args.synthetic_jobs <= 0:
+            raise ValueError(f"--synthetic-jobs must be positive, not {args.synthetic_jobs}")
+        trace = generate_dl_jobs(args.synthetic_jobs, cluster.total_gpus, args.load, seed=args.seed)
+        workload = from_trace(trace, "synthetic DL jobs")
+    return workload.fitted(cluster.machines), cluster
+
+
+def write_per_job(path: str, workload: GpuWorkload, r: GpuResult) -> None:
+    window = slice(r.begin, r.end)
+    with atomic_write(path) as f:
+        f.write("id,submit,start,end,jct,runtime,gpus,comm_cost,placement\n")
+        for k, (job, submit, start, end) in enumerate(
+            zip(workload.id[window], workload.submit[window], r.start_time, r.end_time)
+        ):
+            gpus = " ".join(map(str, r.gpus[k].tolist()))
+            runtime, g = workload.runtime[r.begin + k], workload.gpus[r.begin + k]
+            cells = (job, submit, start, end, end - submit, runtime, g, r.comm_cost[k], gpus)
+            f.write(",".join(map(str, cells)) + "\n")
+
+
+def print_table(workload: GpuWorkload, cluster: Cluster, rows: list[dict]) -> None:
+    dropped = ", ".join(f"{k} {v}" for k, v in workload.dropped.items())
+    print(
+        f"trace {workload.source}: {len(workload)} jobs on {cluster.total_gpus} GPUs in "
+        f"{len(cluster.machines)} machines (dropped: {dropped})"
+    )
+    head = ["order", "placement", "jobs", *METRICS]
+    print("  ".join(f"{h:>15}" for h in head))
+    for row in rows:
+        cells = [row["order"], row["placement"], str(row["jobs"])]
+        cells += [f"{row[k]:.4f}" if k == "gpu_utilization" else f"{row[k]:.2f}" for k in METRICS]
+        print("  ".join(f"{c:>15}" for c in cells))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    orders = ORDERS if args.order == "all" else (args.order,)
+    placements = PLACEMENTS if args.placement == "all" else (args.placement,)
+    try:
+        workload, cluster = load_workload(args)
+        rows = []
+        for order in orders:
+            for placement in placements:
+                r = simulate_gpu(
+                    workload, cluster, order, placement, args.seed, args.start, args.jobs
+                )
+                rows.append({"order": order, "placement": placement, **r.metrics})
+        if args.per_job:
+            write_per_job(args.per_job, workload, r)
+    except (TraceError, ValueError, OSError) as e:
+        print(f"python -m ddppo_hpc.gpu: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        json.dump(rows[0] if len(rows) == 1 else rows, sys.stdout)
+        print()
+    else:
+        print_table(workload, cluster, rows)
+    return 0

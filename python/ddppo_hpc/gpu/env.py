@@ -1,0 +1,97 @@
+"""A batch of GPU-cluster environments stepped in C++ (docs/gpu.md, "Environments"): the
+placement agent alone (the ordering is a heuristic) or the dual agent (ordering, then
+placement)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ddppo_hpc import _core
+from ddppo_hpc.env.vector import VecSchedulingEnv
+from ddppo_hpc.gpu.topology import Cluster
+from ddppo_hpc.gpu.workload import GpuWorkload
+
+SLOT_FEATURES = _core.GPU_SLOT_FEATURES
+GLOBAL_FEATURES = _core.GPU_GLOBAL_FEATURES
+GPU_EPISODE_METRICS = (
+    "avg_jct",
+    "makespan",
+    "avg_comm_cost",
+    "gpu_utilization",
+    "avg_queue_delay",
+)
+MODES = ("placement", "dual")
+
+
+class VecGpuEnv(VecSchedulingEnv):
+    """`num_envs` environments on episodes of `window_jobs` consecutive jobs of `workload`
+    on `cluster`, from seeded random starts (environment i uses seed `seed + i`).
+
+    The observation has the keys of VecSchedulingEnv so that the same trainer and
+    storage serve both: `jobs` holds the S = max(max_queue, GPUs) slots ([B, S,
+    SLOT_FEATURES]: waiting jobs in an ordering step, GPUs in a placement step),
+    `cluster` the global features ([B, GLOBAL_FEATURES], feature 0 = 1 in a placement
+    step) and `action_mask` the valid slots. Rewards: per started job, -(w_jct * JCT /
+    1 h + w_comm * comm cost / link_cross) / window_jobs; at the end, -w_makespan *
+    makespan / 1 h. Episode ends, state() and load_state() work as in VecSchedulingEnv.
+    """
+
+    METRICS = GPU_EPISODE_METRICS
+    SCORE = "avg_jct"
+
+    def __init__(
+        self,
+        workload: GpuWorkload,
+        cluster: Cluster,
+        num_envs: int,
+        window_jobs: int = 256,
+        max_queue: int = 32,
+        mode: str = "placement",
+        order: str = "srtf",
+        weights: tuple[float, float, float] = (1.0, 0.0, 0.1),
+        seed: int = 0,
+    ):
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be at least 1, not {num_envs}")
+        if mode not in MODES:
+            raise ValueError(f"unknown GPU mode '{mode}' (choose from {', '.join(MODES)})")
+        self.workload, self.num_envs, self.window_jobs = workload, num_envs, window_jobs
+        self._core = _core.GpuBatchEnv(
+            *workload.core_columns(),
+            cluster.core(),
+            window_jobs,
+            max_queue,
+            mode == "dual",
+            order,
+            *weights,
+            [seed + i for i in range(num_envs)],
+        )
+        b, s = num_envs, self._core.slots
+        self.max_queue = s  # slots per observation, as the trainer sizes its storage
+        self.jobs = np.zeros((b, s, SLOT_FEATURES), dtype=np.float32)
+        self.cluster = np.zeros((b, GLOBAL_FEATURES), dtype=np.float32)
+        self.mask = np.zeros((b, s), dtype=np.uint8)
+        self.reward = np.zeros(b, dtype=np.float32)
+        self.done = np.zeros(b, dtype=np.uint8)
+        self.episode_start = np.zeros(b, dtype=np.int64)
+        self.episode_metrics = np.zeros((b, len(self.METRICS)), dtype=np.float64)
+        self._actions = np.zeros(b, dtype=np.int32)
+        self._core.set_outputs(
+            self.jobs,
+            self.cluster,
+            self.mask,
+            self.reward,
+            self.done,
+            self.episode_start,
+            self.episode_metrics,
+        )
+        # An episode has at most one ordering step and g placement steps per job.
+        steps = window_jobs * (1 + int(workload.gpus.max()))
+        self._log = np.zeros((b, steps), dtype=np.int32)
+        self._logged = np.zeros(b, dtype=np.int64)
+
+    def heuristic_actions(self, order: str = "srtf", placement: str = "best_fit") -> np.ndarray:
+        """The heuristics' action in each environment's current step."""
+        actions = np.zeros(self.num_envs, dtype=np.int32)
+        self._core.heuristic_actions(order, placement, actions)
+        return actions

@@ -1,0 +1,117 @@
+"""GPU mode of training and evaluation: the cluster, each rank's jobs and the held-out
+windows from the configuration (config.GpuConfig)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ddppo_hpc.config import ConfigError, TrainConfig
+from ddppo_hpc.data.dljobs import generate_dl_jobs
+from ddppo_hpc.gpu import ORDERS, PLACEMENTS, simulate_gpu
+from ddppo_hpc.gpu.env import GPU_EPISODE_METRICS, VecGpuEnv
+from ddppo_hpc.gpu.topology import Cluster, uniform
+from ddppo_hpc.gpu.workload import GpuWorkload, from_trace, load
+from ddppo_hpc.rl.ppo import masked_distribution
+
+HELD_OUT_SEED = 987_654  # the synthetic jobs' seed for evaluation
+
+
+def cluster_of(config: TrainConfig) -> Cluster:
+    g = config.gpu
+    try:
+        links = tuple(float(x) for x in g.link_costs.split(","))
+    except ValueError:
+        links = ()
+    if len(links) != 3:
+        raise ConfigError(f"'gpu.link_costs' must be three numbers, not {g.link_costs!r}")
+    models = tuple(m for m in g.models.split(",") if m)
+    machines = uniform(g.racks, g.machines_per_rack, g.gpus_per_machine, models)
+    return Cluster(machines, links, g.comm_penalty, g.speed_noise, g.speed_seed)
+
+
+def workload_of(config: TrainConfig, cluster: Cluster, seed: int) -> GpuWorkload:
+    """The whole workload (jobs that never fit the cluster dropped)."""
+    data = config.data
+    if data.trace == "synthetic":
+        trace = generate_dl_jobs(
+            data.synthetic_jobs, cluster.total_gpus, config.gpu.load, seed=seed
+        )
+        return from_trace(trace, "synthetic DL jobs").fitted(cluster.machines)
+    return load([data.trace]).fitted(cluster.machines)
+
+
+def split(config: TrainConfig, workload: GpuWorkload) -> tuple[GpuWorkload, GpuWorkload]:
+    """(training jobs, the last `gpu.holdout_jobs` held out)."""
+    held = config.gpu.holdout_jobs
+    if not 0 <= held < len(workload) - config.env.window_jobs:
+        raise ConfigError(
+            f"'gpu.holdout_jobs' {held} leaves no training window in {len(workload)} jobs"
+        )
+    cut = len(workload) - held
+    return workload.slice(0, cut), workload.slice(cut, len(workload))
+
+
+def make_env(config: TrainConfig, rank: int, size: int) -> VecGpuEnv:
+    """This rank's environments: its own synthetic jobs, or its block of the training jobs."""
+    cluster = cluster_of(config)
+    if config.data.trace == "synthetic":
+        jobs = workload_of(config, cluster, config.run.seed + 1000 * rank)
+    else:
+        train = split(config, workload_of(config, cluster, 0))[0]
+        jobs = train.slice(rank * len(train) // size, (rank + 1) * len(train) // size)
+    return env_for(
+        config, jobs, cluster, config.env.num_envs, config.run.seed + rank * config.env.num_envs
+    )
+
+
+def env_for(config: TrainConfig, jobs: GpuWorkload, cluster: Cluster, num_envs: int, seed: int):
+    g, env = config.gpu, config.env
+    weights = (g.w_jct, g.w_makespan, g.w_comm)
+    return VecGpuEnv(
+        jobs, cluster, num_envs, env.window_jobs, env.max_queue, g.mode, g.order, weights, seed
+    )
+
+
+@torch.no_grad()
+def greedy_episode(policy: torch.nn.Module, env: VecGpuEnv, first: int) -> dict:
+    """The metrics of the policy's greedy episode on the window at `first`."""
+    env.reset()
+    obs = env.begin_at([first])
+    while True:
+        jobs, cluster = torch.from_numpy(obs["jobs"]), torch.from_numpy(obs["cluster"])
+        mask = torch.from_numpy(obs["action_mask"])
+        logits, _ = policy(jobs, cluster, mask)
+        actions = masked_distribution(logits, mask).probs.argmax(dim=1).int().numpy()
+        obs, _, terminated, _, info = env.step(actions)
+        if terminated[0]:
+            return {name: float(info[name][0]) for name in GPU_EPISODE_METRICS}
+
+
+def compare(config: TrainConfig, policy: torch.nn.Module, windows: int | None) -> list[dict]:
+    """The policy against every heuristic pair on consecutive held-out windows of
+    `env.window_jobs` jobs: rows of mean metrics over the windows."""
+    cluster = cluster_of(config)
+    if config.data.trace == "synthetic":
+        held = workload_of(config, cluster, HELD_OUT_SEED)
+    else:
+        held = split(config, workload_of(config, cluster, 0))[1]
+    n = config.env.window_jobs
+    firsts = list(range(0, len(held) - n + 1, n))[:windows]
+    if not firsts:
+        raise ConfigError(f"no held-out window of {n} jobs in {len(held)} jobs")
+    env = env_for(config, held, cluster, 1, config.run.seed)
+    name = f"agent ({config.gpu.mode})"
+    rows = {name: [greedy_episode(policy, env, f) for f in firsts]}
+    for order in ORDERS:
+        for placement in PLACEMENTS:
+            results = [simulate_gpu(held, cluster, order, placement, 0, f, n) for f in firsts]
+            rows[f"{order}+{placement}"] = [r.metrics for r in results]
+    return [
+        {
+            "scheduler": key,
+            "windows": len(firsts),
+            **{m: float(np.mean([r[m] for r in results])) for m in GPU_EPISODE_METRICS},
+        }
+        for key, results in rows.items()
+    ]

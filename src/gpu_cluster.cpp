@@ -1,0 +1,335 @@
+#include "gpu_cluster.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+
+namespace ddppo {
+
+namespace {
+constexpr double kTolerance = 1e-6;  // CPU and memory shares: docs/gpu.md, "Jobs"
+
+int32_t share_limit(double free, double share) {
+  if (share <= 0) return std::numeric_limits<int32_t>::max();
+  return static_cast<int32_t>(std::floor((free + kTolerance) / share));
+}
+}  // namespace
+
+GpuOrder parse_gpu_order(const std::string& name) {
+  if (name == "fifo") return GpuOrder::kFifo;
+  if (name == "srtf") return GpuOrder::kSrtf;
+  if (name == "las") return GpuOrder::kLas;
+  throw std::invalid_argument("unknown ordering '" + name + "' (fifo, srtf, las)");
+}
+
+GpuPlacement parse_gpu_placement(const std::string& name) {
+  if (name == "first_fit") return GpuPlacement::kFirstFit;
+  if (name == "best_fit") return GpuPlacement::kBestFit;
+  if (name == "random") return GpuPlacement::kRandom;
+  throw std::invalid_argument("unknown placement '" + name + "' (first_fit, best_fit, random)");
+}
+
+void Topology::validate() {
+  size_t n = gpus.size();
+  if (n == 0) throw std::invalid_argument("a cluster needs at least one machine");
+  if (rack.size() != n || cpu.size() != n || mem.size() != n || nominal.size() != n ||
+      speed.size() != n)
+    throw std::invalid_argument("machine columns differ in length");
+  if (!(0 <= link_machine && link_machine <= link_rack && link_rack <= link_cross))
+    throw std::invalid_argument("link costs must satisfy 0 <= machine <= rack <= cross");
+  if (!(comm_penalty >= 0)) throw std::invalid_argument("comm_penalty must be >= 0");
+  machine_of.clear();
+  first_gpu.clear();
+  racks = 0;
+  for (size_t m = 0; m < n; ++m) {
+    if (gpus[m] < 1 || rack[m] < 0 || !(speed[m] > 0) || !(nominal[m] > 0) || cpu[m] < 0 ||
+        mem[m] < 0)
+      throw std::invalid_argument("machine " + std::to_string(m) +
+                                  ": needs >= 1 GPU, a rack >= 0, speeds > 0, CPU and memory >= 0");
+    first_gpu.push_back(static_cast<int32_t>(machine_of.size()));
+    machine_of.insert(machine_of.end(), gpus[m], static_cast<int32_t>(m));
+    racks = std::max(racks, rack[m] + 1);
+  }
+}
+
+double Topology::link(int32_t a, int32_t b) const {
+  int32_t ma = machine_of[a], mb = machine_of[b];
+  if (ma == mb) return link_machine;
+  return rack[ma] == rack[mb] ? link_rack : link_cross;
+}
+
+GpuCluster::GpuCluster(const GpuJobs& jobs, const Topology& topo, size_t begin, size_t end,
+                       uint64_t seed)
+    : jobs_(jobs), topo_(topo), begin_(begin), end_(end), next_arrival_(begin), seed_(seed) {
+  topo_.validate();
+  if (begin >= end || end > jobs.size) throw std::invalid_argument("empty or invalid window");
+  size_t m = topo_.machines();
+  free_gpus_ = topo_.gpus;
+  free_cpu_ = topo_.cpu;
+  free_mem_ = topo_.mem;
+  free_total_ = static_cast<int32_t>(topo_.total_gpus());
+  chosen_on_.assign(m, 0);
+  gpu_job_.assign(topo_.total_gpus(), -1);
+  for (size_t j = begin; j < end; ++j)
+    if (jobs.gpus[j] < 1 || !fits(static_cast<int32_t>(j)))
+      throw std::invalid_argument("job " + std::to_string(jobs.id[j]) +
+                                  " does not fit the empty cluster");
+  size_t n = end - begin;
+  start_.assign(n, -1);
+  end_time_.assign(n, -1);
+  comm_.assign(n, 0);
+  placement_.assign(n, {});
+  now_ = jobs.submit[begin];
+  advance();
+}
+
+int32_t GpuCluster::slots(int32_t machine, int32_t job) const {
+  int32_t s = free_gpus_[machine];
+  s = std::min(s, share_limit(free_cpu_[machine], share_cpu(job)));
+  return std::min(s, share_limit(free_mem_[machine], share_mem(job)));
+}
+
+bool GpuCluster::fits(int32_t job) const {
+  int32_t total = 0;
+  for (size_t m = 0; m < topo_.machines() && total < jobs_.gpus[job]; ++m)
+    total += slots(static_cast<int32_t>(m), job);
+  return total >= jobs_.gpus[job];
+}
+
+bool GpuCluster::available(int32_t gpu) const {
+  if (phase_ != Phase::kPlace || gpu < 0 || static_cast<size_t>(gpu) >= gpu_job_.size() ||
+      gpu_job_[gpu] >= 0)
+    return false;
+  return slots(topo_.machine_of[gpu], head_) > 0;
+}
+
+size_t GpuCluster::available_count() const {
+  size_t n = 0;
+  for (size_t i = 0; i < gpu_job_.size(); ++i) n += available(static_cast<int32_t>(i));
+  return n;
+}
+
+void GpuCluster::apply_events() {
+  while (!completions_.empty() && completions_.top().first <= now_) {
+    release(completions_.top().second);
+    completions_.pop();
+  }
+  while (next_arrival_ < end_ && jobs_.submit[next_arrival_] <= now_)
+    queue_.push_back(static_cast<int32_t>(next_arrival_++));
+}
+
+void GpuCluster::advance() {
+  for (;;) {
+    apply_events();
+    if (head_ >= 0 && fits(head_)) {
+      phase_ = Phase::kPlace;
+      return;
+    }
+    if (head_ < 0 && !queue_.empty()) {
+      phase_ = Phase::kOrder;
+      return;
+    }
+    if (started_ == end_ - begin_) {
+      phase_ = Phase::kDone;
+      return;
+    }
+    double next = std::numeric_limits<double>::infinity();
+    if (next_arrival_ < end_) next = jobs_.submit[next_arrival_];
+    if (!completions_.empty()) next = std::min(next, completions_.top().first);
+    if (std::isinf(next)) throw std::logic_error("the committed job can never start");
+    now_ = std::max(now_, next);
+  }
+}
+
+void GpuCluster::commit(size_t position) {
+  if (phase_ != Phase::kOrder || position >= queue_.size())
+    throw std::invalid_argument("no waiting job at that position");
+  head_ = queue_[position];
+  queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(position));
+  plan_.clear();
+  advance();
+}
+
+void GpuCluster::take(int32_t gpu, int32_t job) {
+  int32_t m = topo_.machine_of[gpu];
+  gpu_job_[gpu] = job;
+  --free_gpus_[m];
+  --free_total_;
+  free_cpu_[m] -= share_cpu(job);
+  free_mem_[m] -= share_mem(job);
+}
+
+void GpuCluster::release(int32_t job) {
+  for (int32_t gpu : placement_[job - begin_]) {
+    int32_t m = topo_.machine_of[gpu];
+    gpu_job_[gpu] = -1;
+    ++free_gpus_[m];
+    ++free_total_;
+    free_cpu_[m] += share_cpu(job);
+    free_mem_[m] += share_mem(job);
+  }
+}
+
+void GpuCluster::choose(int32_t gpu) {
+  if (!available(gpu)) throw std::invalid_argument("GPU " + std::to_string(gpu) + " is taken");
+  take(gpu, head_);
+  chosen_.push_back(gpu);
+  ++chosen_on_[topo_.machine_of[gpu]];
+  if (static_cast<int32_t>(chosen_.size()) == jobs_.gpus[head_]) start_head();
+}
+
+void GpuCluster::start_head() {
+  int32_t j = head_;
+  size_t i = j - begin_;
+  double slowest = std::numeric_limits<double>::infinity();
+  for (int32_t gpu : chosen_) {
+    slowest = std::min(slowest, topo_.speed[topo_.machine_of[gpu]]);
+    chosen_on_[topo_.machine_of[gpu]] = 0;
+  }
+  double cost = comm_cost(chosen_);
+  double factor =
+      chosen_.size() < 2 ? 1.0 : 1 + topo_.comm_penalty * std::max(0.0, cost - topo_.link_machine);
+  start_[i] = now_;
+  end_time_[i] = now_ + jobs_.runtime[j] * factor / slowest;
+  comm_[i] = cost;
+  placement_[i] = std::move(chosen_);
+  chosen_.clear();
+  head_ = -1;
+  ++started_;
+  if (end_time_[i] <= now_)
+    release(j);
+  else
+    completions_.push({end_time_[i], j});
+  advance();
+}
+
+double GpuCluster::comm_cost(const std::vector<int32_t>& gpus) const {
+  double g = static_cast<double>(gpus.size());
+  if (gpus.size() < 2) return 0;
+  std::vector<double> on_machine(topo_.machines(), 0), on_rack(topo_.racks, 0);
+  for (int32_t gpu : gpus) {
+    ++on_machine[topo_.machine_of[gpu]];
+    ++on_rack[topo_.rack[topo_.machine_of[gpu]]];
+  }
+  double machine_pairs = 0, rack_pairs = 0, pairs = g * (g - 1) / 2;
+  for (double c : on_machine) machine_pairs += c * (c - 1) / 2;
+  for (double r : on_rack) rack_pairs += r * (r - 1) / 2;
+  rack_pairs -= machine_pairs;
+  double cross_pairs = pairs - machine_pairs - rack_pairs;
+  return (topo_.link_machine * machine_pairs + topo_.link_rack * rack_pairs +
+          topo_.link_cross * cross_pairs) /
+         pairs;
+}
+
+double GpuCluster::link_to_chosen(int32_t gpu) const {
+  if (chosen_.empty()) return 0;
+  double sum = 0;
+  for (int32_t c : chosen_) sum += c == gpu ? 0 : topo_.link(gpu, c);
+  return sum / static_cast<double>(chosen_.size());
+}
+
+std::vector<double> GpuCluster::attained_service() const {
+  std::vector<double> service(jobs_.users, 0);
+  for (size_t i = 0; i < start_.size(); ++i)
+    if (start_[i] >= 0)
+      service[jobs_.user[begin_ + i]] +=
+          jobs_.gpus[begin_ + i] * (std::min(now_, end_time_[i]) - start_[i]);
+  return service;
+}
+
+size_t GpuCluster::order_position(GpuOrder order) const {
+  if (queue_.empty()) throw std::invalid_argument("no waiting job");
+  if (order == GpuOrder::kFifo) return 0;
+  std::vector<double> key(queue_.size());
+  if (order == GpuOrder::kSrtf) {
+    for (size_t k = 0; k < queue_.size(); ++k) key[k] = jobs_.runtime[queue_[k]];
+  } else {
+    std::vector<double> service = attained_service();
+    for (size_t k = 0; k < queue_.size(); ++k) key[k] = service[jobs_.user[queue_[k]]];
+  }
+  return static_cast<size_t>(std::min_element(key.begin(), key.end()) - key.begin());
+}
+
+std::vector<int32_t> GpuCluster::best_fit_plan(int32_t g) const {
+  const int32_t m_count = static_cast<int32_t>(topo_.machines());
+  std::vector<int32_t> slot(m_count), rack_slots(topo_.racks, 0), order(m_count);
+  for (int32_t m = 0; m < m_count; ++m) {
+    slot[m] = slots(m, head_);
+    rack_slots[topo_.rack[m]] += slot[m];
+  }
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<int32_t> machines;  // candidates, in the order they are taken
+  int32_t single = -1, rack = -1;
+  for (int32_t m = 0; m < m_count; ++m)
+    if (slot[m] >= g && (single < 0 || slot[m] < slot[single])) single = m;
+  for (int32_t r = 0; r < topo_.racks && single < 0; ++r)
+    if (rack_slots[r] >= g && (rack < 0 || rack_slots[r] < rack_slots[rack])) rack = r;
+  if (single >= 0) {
+    machines = {single};
+  } else {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return slot[a] > slot[b]; });
+    for (int32_t m : order)
+      if (rack < 0 || topo_.rack[m] == rack) machines.push_back(m);
+  }
+  std::vector<int32_t> plan;
+  for (int32_t m : machines) {
+    int32_t take = slot[m];
+    for (int32_t gpu = topo_.first_gpu[m]; take > 0 && static_cast<int32_t>(plan.size()) < g; ++gpu)
+      if (gpu_job_[gpu] < 0) plan.push_back(gpu), --take;
+  }
+  return plan;
+}
+
+int32_t GpuCluster::placement_gpu(GpuPlacement placement) {
+  if (phase_ != Phase::kPlace) throw std::invalid_argument("no job to place");
+  if (placement == GpuPlacement::kBestFit) {
+    if (plan_.size() <= chosen_.size() ||
+        !std::equal(chosen_.begin(), chosen_.end(), plan_.begin())) {
+      plan_ = chosen_;  // a partial placement by someone else: plan the rest
+      std::vector<int32_t> rest = best_fit_plan(jobs_.gpus[head_] - chosen_.size());
+      plan_.insert(plan_.end(), rest.begin(), rest.end());
+    }
+    return plan_[chosen_.size()];
+  }
+  size_t pick = 0, n = available_count();
+  if (placement == GpuPlacement::kRandom) pick = splitmix64(seed_ ^ splitmix64(draws_++)) % n;
+  for (size_t i = 0; i < gpu_job_.size(); ++i)
+    if (available(static_cast<int32_t>(i)) && pick-- == 0) return static_cast<int32_t>(i);
+  throw std::logic_error("no available GPU for a job that fits");
+}
+
+void GpuCluster::run(GpuOrder order, GpuPlacement placement) {
+  while (!done()) {
+    if (phase_ == Phase::kOrder)
+      commit(order_position(order));
+    else
+      choose(placement_gpu(placement));
+  }
+}
+
+GpuMetrics compute_gpu_metrics(const GpuCluster& c) {
+  GpuMetrics m;
+  const GpuJobs& w = c.jobs();
+  m.jobs = c.end() - c.begin();
+  double first = w.submit[c.begin()], last = first, held = 0, comm = 0;
+  for (size_t i = 0; i < m.jobs; ++i) {
+    size_t j = c.begin() + i;
+    double start = c.start_times()[i], end = c.end_times()[i];
+    m.avg_jct += end - w.submit[j];
+    m.avg_queue_delay += start - w.submit[j];
+    last = std::max(last, end);
+    held += w.gpus[j] * (end - start);
+    if (w.gpus[j] >= 2) ++m.multi_gpu_jobs, comm += c.comm_costs()[i];
+  }
+  m.avg_jct /= m.jobs;
+  m.avg_queue_delay /= m.jobs;
+  m.makespan = last - first;
+  m.avg_comm_cost = m.multi_gpu_jobs ? comm / m.multi_gpu_jobs : 0;
+  m.gpu_utilization = m.makespan > 0 ? held / (c.topology().total_gpus() * m.makespan) : 0;
+  return m;
+}
+
+}  // namespace ddppo

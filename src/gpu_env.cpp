@@ -1,0 +1,208 @@
+#include "gpu_env.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace ddppo {
+
+namespace {
+constexpr double kHour = 3600;
+
+// Durations as log1p(minutes) / 10, capped at 1 (a week is 0.92): DL job runtimes span
+// seconds to weeks.
+float time_feature(double seconds) {
+  return static_cast<float>(std::min(std::log1p(std::max(seconds, 0.0) / 60) / 10, 1.0));
+}
+}  // namespace
+
+GpuBatchEnv::GpuBatchEnv(const GpuJobs& jobs, const Topology& topo, GpuEnvConfig config,
+                         const std::vector<uint64_t>& seeds)
+    : jobs_(jobs), topo_(topo), config_(config) {
+  topo_.validate();
+  if (config_.window_jobs == 0 || config_.window_jobs > jobs_.size)
+    throw std::invalid_argument("episodes of " + std::to_string(config_.window_jobs) +
+                                " jobs do not fit a workload of " + std::to_string(jobs_.size));
+  if (config_.max_queue == 0) throw std::invalid_argument("the observation needs a job slot");
+  if (seeds.empty()) throw std::invalid_argument("a batch needs at least one environment");
+  envs_.resize(seeds.size());
+  for (size_t i = 0; i < seeds.size(); ++i) envs_[i].seed = seeds[i];
+  max_nominal_ = *std::max_element(topo_.nominal.begin(), topo_.nominal.end());
+}
+
+size_t GpuBatchEnv::slots() const { return std::max(config_.max_queue, topo_.total_gpus()); }
+
+void GpuBatchEnv::start_episode(Env& e) {
+  uint64_t draw = splitmix64(e.seed ^ splitmix64(e.episode));
+  start_window(e, draw % (jobs_.size - config_.window_jobs + 1), draw);
+}
+
+void GpuBatchEnv::start_window(Env& e, size_t begin, uint64_t seed) {
+  e.begin = begin;
+  e.sim.emplace(jobs_, topo_, begin, begin + config_.window_jobs, seed);
+  settle(e);
+}
+
+void GpuBatchEnv::settle(Env& e) {
+  while (!config_.dual && e.sim->phase() == GpuCluster::Phase::kOrder)
+    e.sim->commit(e.sim->order_position(config_.order));
+}
+
+void GpuBatchEnv::begin_at(size_t i, size_t start) {
+  if (start + config_.window_jobs > jobs_.size)
+    throw std::invalid_argument("a window at " + std::to_string(start) + " runs past the trace");
+  start_window(envs_.at(i), start, envs_[i].seed);
+}
+
+void GpuBatchEnv::reset(GpuOutputs out) {
+  for (size_t i = 0; i < envs_.size(); ++i) {
+    envs_[i].episode = 0;
+    start_episode(envs_[i]);
+    out.reward[i] = 0;
+    out.done[i] = 0;
+    out.episode_start[i] = static_cast<int64_t>(envs_[i].begin);
+    observe(envs_[i], i, out);
+  }
+}
+
+// The reward of one action: a started job brings -(w_jct JCT / 1 h + w_comm cost /
+// link_cross) / window_jobs, so an episode's rewards add up to minus the weighted averages.
+float GpuBatchEnv::act(Env& e, int32_t action) {
+  GpuCluster& s = *e.sim;
+  if (s.phase() == GpuCluster::Phase::kOrder) {
+    bool valid = action >= 0 && static_cast<size_t>(action) < s.waiting().size();
+    s.commit(valid ? action : 0);
+    settle(e);
+    return 0;
+  }
+  int32_t job = s.head();
+  bool last = static_cast<int32_t>(s.chosen().size()) + 1 == jobs_.gpus[job];
+  s.choose(s.available(action) ? action : s.placement_gpu(GpuPlacement::kFirstFit));
+  settle(e);
+  if (!last) return 0;
+  size_t k = job - e.begin;
+  double jct = s.end_times()[k] - jobs_.submit[job];
+  double cost = s.comm_costs()[k] / topo_.link_cross;
+  return static_cast<float>(-(config_.w_jct * jct / kHour + config_.w_comm * cost) /
+                            config_.window_jobs);
+}
+
+void GpuBatchEnv::step(const int32_t* actions, GpuOutputs out) {
+  for (size_t i = 0; i < envs_.size(); ++i) {
+    Env& e = envs_[i];
+    out.reward[i] = act(e, actions[i]);
+    out.done[i] = e.sim->done();
+    out.episode_start[i] = static_cast<int64_t>(e.begin);
+    if (e.sim->done()) {
+      out.reward[i] += finish_episode(e, out.episode_metrics + kGpuEpisodeMetrics * i);
+      ++e.episode;
+      start_episode(e);
+    }
+    observe(e, i, out);
+  }
+}
+
+float GpuBatchEnv::finish_episode(const Env& e, double* metrics) const {
+  GpuMetrics m = compute_gpu_metrics(*e.sim);
+  metrics[0] = m.avg_jct;
+  metrics[1] = m.makespan;
+  metrics[2] = m.avg_comm_cost;
+  metrics[3] = m.gpu_utilization;
+  metrics[4] = m.avg_queue_delay;
+  return static_cast<float>(-config_.w_makespan * m.makespan / kHour);
+}
+
+void GpuBatchEnv::restore(size_t i, uint64_t episode, const std::vector<int32_t>& actions) {
+  Env& e = envs_.at(i);
+  e.episode = episode;
+  start_episode(e);
+  for (int32_t a : actions) {
+    if (e.sim->done()) throw std::invalid_argument("more actions than the episode has decisions");
+    act(e, a);
+  }
+  if (e.sim->done()) throw std::invalid_argument("the actions end the episode");
+}
+
+void GpuBatchEnv::observe(GpuOutputs out) {
+  for (size_t i = 0; i < envs_.size(); ++i) {
+    out.episode_start[i] = static_cast<int64_t>(envs_[i].begin);
+    observe(envs_[i], i, out);
+  }
+}
+
+void GpuBatchEnv::heuristic_actions(GpuOrder order, GpuPlacement placement, int32_t* actions) {
+  for (size_t i = 0; i < envs_.size(); ++i) {
+    GpuCluster& s = *envs_[i].sim;
+    actions[i] = s.phase() == GpuCluster::Phase::kOrder
+                     ? static_cast<int32_t>(s.order_position(order))
+                     : s.placement_gpu(placement);
+  }
+}
+
+void GpuBatchEnv::observe(const Env& e, size_t i, GpuOutputs out) const {
+  const GpuCluster& s = *e.sim;
+  const size_t S = slots();
+  float* slot = out.slots + i * S * kGpuSlotFeatures;
+  uint8_t* mask = out.mask + i * S;
+  std::memset(slot, 0, S * kGpuSlotFeatures * sizeof(float));
+  std::memset(mask, 0, S);
+  const double gpus = static_cast<double>(topo_.total_gpus());
+  float* g = out.global + i * kGpuGlobalFeatures;
+  bool place = s.phase() == GpuCluster::Phase::kPlace;
+  int32_t head = s.head();
+  g[0] = place ? 1.0f : 0.0f;
+  g[1] = static_cast<float>(s.free_total() / gpus);
+  g[2] = head >= 0 ? static_cast<float>(jobs_.gpus[head] / gpus) : 0.0f;
+  g[3] = head >= 0 ? static_cast<float>(s.chosen().size()) / jobs_.gpus[head] : 0.0f;
+  g[4] = head >= 0 ? time_feature(jobs_.runtime[head]) : 0.0f;
+  g[5] = static_cast<float>(
+      std::min(static_cast<double>(s.waiting().size()) / config_.max_queue, 1.0));
+  g[6] = head >= 0 ? time_feature(s.now() - jobs_.submit[head]) : 0.0f;
+  if (s.done()) return;
+  if (place)
+    observe_gpus(s, slot, mask);
+  else
+    observe_jobs(s, slot, mask);
+}
+
+void GpuBatchEnv::observe_jobs(const GpuCluster& s, float* slot, uint8_t* mask) const {
+  const std::vector<int32_t>& queue = s.waiting();
+  const size_t visible = std::min(config_.max_queue, queue.size());
+  const double gpus = static_cast<double>(topo_.total_gpus());
+  for (size_t k = 0; k < visible; ++k) {
+    int32_t j = queue[k];
+    float* f = slot + k * kGpuSlotFeatures;
+    f[0] = time_feature(s.now() - jobs_.submit[j]);
+    f[1] = time_feature(jobs_.runtime[j]);
+    f[2] = static_cast<float>(jobs_.gpus[j] / gpus);
+    f[3] = s.fits(j) ? 1.0f : 0.0f;
+    f[4] = time_feature(jobs_.runtime[j] * jobs_.gpus[j]);
+    f[5] = static_cast<float>(k) / config_.max_queue;
+    f[7] = 1.0f;
+    mask[k] = 1;
+  }
+}
+
+void GpuBatchEnv::observe_gpus(const GpuCluster& s, float* slot, uint8_t* mask) const {
+  const int32_t head = s.head(), g = jobs_.gpus[head];
+  const double machines = static_cast<double>(topo_.machines());
+  std::vector<uint8_t> chosen(topo_.total_gpus(), 0);
+  for (int32_t c : s.chosen()) chosen[c] = 1;
+  for (size_t i = 0; i < topo_.total_gpus(); ++i) {
+    int32_t gpu = static_cast<int32_t>(i), m = topo_.machine_of[i], job = s.gpu_job(gpu);
+    float* f = slot + i * kGpuSlotFeatures;
+    mask[i] = s.available(gpu);
+    f[0] = mask[i];
+    f[1] = chosen[i];
+    f[2] = static_cast<float>(topo_.nominal[m] / max_nominal_);
+    f[3] = static_cast<float>(s.free_gpus(m)) / topo_.gpus[m];
+    f[4] = static_cast<float>(s.chosen_on(m)) / g;
+    f[5] = static_cast<float>(s.link_to_chosen(gpu) / topo_.link_cross);
+    f[6] = job >= 0 && job != head ? time_feature(s.end_times()[job - s.begin()] - s.now()) : 0;
+    f[7] = static_cast<float>((m + 0.5) / machines);
+  }
+}
+
+}  // namespace ddppo

@@ -1,0 +1,130 @@
+"""`python -m ddppo_hpc.gpu`, GPU workloads through the trace store, and the synthetic
+DL-job generator."""
+
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ddppo_hpc.data import convert
+from ddppo_hpc.data.dljobs import generate_dl_jobs
+from ddppo_hpc.gpu import Cluster, simulate_gpu
+from ddppo_hpc.gpu.topology import uniform
+from ddppo_hpc.gpu.workload import from_store, from_trace, load
+
+# The jobs of test_gpu_sim.JOBS as a Philly extract: A (0 s, 100 s, 1 GPU), B (0, 10, 2),
+# C (1, 20, 1), D (2, 10, 3).
+PHILLY = """timestamp,duration,num_gpus,gpu_time,cluster
+2017-10-09 07:00:00,100.0,1,100.0,aa
+2017-10-09 07:00:00,10.0,2,20.0,bb
+2017-10-09 07:00:01,20.0,1,20.0,aa
+2017-10-09 07:00:02,10.0,3,30.0,bb
+"""
+# The issue's 2-machine, 4-GPU cluster in one rack.
+SMALL = ["--racks", "1", "--machines-per-rack", "2", "--gpus-per-machine", "2"]
+
+
+def run(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "ddppo_hpc.gpu", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def philly(tmp_path):
+    path = tmp_path / "philly.csv"
+    path.write_text(PHILLY)
+    return path
+
+
+def test_json_metrics_by_hand(philly):
+    out = run("--trace", philly, *SMALL, "--json")
+    assert out.returncode == 0, out.stderr
+    m = json.loads(out.stdout)
+    # first fit: B on {1, 2} ends 11.5, D on {1, 2, 3} from 21 to 32 (test_gpu_sim)
+    assert m["avg_jct"] == pytest.approx((100 + 11.5 + 20 + 30) / 4)
+    assert m["avg_comm_cost"] == pytest.approx(3.5)
+    assert (m["order"], m["placement"], m["jobs"], m["makespan"]) == ("fifo", "first_fit", 4, 100)
+
+
+def test_store_gives_the_same_as_the_csv(philly, tmp_path):
+    convert.convert([philly], tmp_path / "store")
+    by_store = run("--trace", tmp_path / "store", *SMALL, "--order", "all", "--json")
+    by_csv = run("--trace", philly, *SMALL, "--order", "all", "--json")
+    assert by_store.returncode == 0, by_store.stderr
+    assert json.loads(by_store.stdout) == json.loads(by_csv.stdout)
+    w = from_store(tmp_path / "store", start=1, jobs=2)
+    assert w.gpus.tolist() == [2, 1] and w.cpu.tolist() == [0, 0]
+
+
+def test_per_job_csv(philly, tmp_path):
+    out_path = tmp_path / "jobs.csv"
+    out = run("--trace", philly, *SMALL, "--placement", "best_fit", "--per-job", out_path)
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.DictReader(out_path.open()))
+    assert [r["placement"] for r in rows] == ["0", "2 3", "1", "2 3 1"]
+    assert [float(r["jct"]) for r in rows] == pytest.approx([100, 10, 20, 30])
+    assert "fifo" in out.stdout and "best_fit" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--trace", "absent.csv"], "absent.csv: no such file"),
+        (["--link-costs", "1,2"], "--link-costs must be three numbers"),
+        (["--link-costs", "4,1,16"], "link costs must satisfy"),
+        (["--nodes-topology"], "--nodes-topology needs a trace"),
+        (["--racks", "0"], "racks must be at least 1"),
+        (["--start", "5000"], "--start 5000 is outside"),
+        (["--synthetic-jobs", "0"], "--synthetic-jobs must be positive"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    out = run(*args)
+    assert out.returncode == 2
+    assert out.stderr.startswith("python -m ddppo_hpc.gpu: error: ")
+    assert message in out.stderr and "Traceback" not in out.stderr
+
+
+def test_philly_without_node_list_and_jobs_too_large(philly, tmp_path):
+    out = run("--trace", philly, "--nodes-topology")
+    assert out.returncode == 2 and "has no node list" in out.stderr
+    out = run(
+        "--trace", philly, "--racks", "1", "--machines-per-rack", "1", "--gpus-per-machine", "2"
+    )
+    assert out.returncode == 0, out.stderr
+    assert "too_large 1" in out.stdout  # D asks 3 GPUs of 2
+
+
+def test_dl_jobs_are_seeded_and_shaped():
+    a, b = generate_dl_jobs(3000, 64, seed=3), generate_dl_jobs(3000, 64, seed=3)
+    for name, values in a.columns.items():
+        assert np.array_equal(values, b.columns[name]), name
+    c = a.columns
+    assert not np.array_equal(c["runtime"], generate_dl_jobs(3000, 64, seed=4).columns["runtime"])
+    assert set(np.unique(c["procs"]).tolist()) <= {1, 2, 4, 8, 16, 32}
+    assert 0.6 < (c["procs"] == 1).mean() < 0.8
+    assert np.all(np.diff(c["submit"]) >= 0) and c["submit"][0] == 0
+    assert np.array_equal(c["cpu_milli"], c["procs"] * 6000)
+    # offered load: GPU-seconds asked per second of the arrival span, about 0.9 * 64 GPUs
+    load = (c["runtime"] * c["procs"]).sum() / c["submit"][-1] / 64
+    assert 0.7 < load < 1.1
+    assert generate_dl_jobs(100, 4, seed=0).columns["procs"].max() <= 4
+
+
+def test_synthetic_jobs_fit_an_alibaba_node():
+    cluster = Cluster(uniform(1, 2, 8, ("G2",)))
+    w = from_trace(generate_dl_jobs(400, 16, seed=1), "dl").fitted(cluster.machines)
+    assert len(w) == 400  # 8 GPUs take 8 shares of CPU and memory of a node
+    assert simulate_gpu(w, cluster, "srtf", "best_fit").metrics["jobs"] == 400
+
+
+def test_load_refuses_mixed_inputs(philly, tmp_path):
+    with pytest.raises(ValueError, match="cannot use"):
+        load([str(philly), str(philly)])

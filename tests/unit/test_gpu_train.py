@@ -1,0 +1,78 @@
+"""Training and evaluation in GPU mode (docs/gpu.md, "Environments"): configuration
+checks, a tiny dual-agent run and its comparison with the heuristics."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+from simhelpers import TINY_GPU
+
+from ddppo_hpc.config import ConfigError, load_config
+from ddppo_hpc.dist import context
+from ddppo_hpc.gpu import training
+from ddppo_hpc.policy import DualPolicy
+from ddppo_hpc.train import train
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["gpu.mode=dual"], "'gpu.mode: dual' needs 'policy.name' dual"),
+        (["policy.name=dual"], "'gpu.mode: off' needs 'policy.name' mlp or attention"),
+        (["gpu.mode=placement", "policy.name=attention"], "needs 'policy.name' mlp"),
+        (["gpu.mode=sharing"], "'gpu.mode' must be one of off, placement, dual"),
+        (["gpu.order=sjf"], "'gpu.order' must be one of fifo, srtf, las"),
+        (["gpu.racks=0"], "'gpu.racks' must be positive"),
+    ],
+)
+def test_config_errors(overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, overrides)
+
+
+def test_cluster_and_holdout_errors():
+    config = load_config(None, ["gpu.link_costs=1,4", "gpu.mode=placement"])
+    with pytest.raises(ConfigError, match="'gpu.link_costs' must be three numbers"):
+        training.cluster_of(config)
+    config = load_config(None, [*TINY_GPU, "gpu.mode=placement", "gpu.holdout_jobs=790"])
+    cluster = training.cluster_of(config)
+    with pytest.raises(ConfigError, match="leaves no training window in 800 jobs"):
+        training.split(config, training.workload_of(config, cluster, 0))
+
+
+def test_dual_training_updates_both_networks(tmp_path):
+    config = load_config(None, [*TINY_GPU, "gpu.mode=dual", "policy.name=dual"])
+    torch.manual_seed(config.run.seed)
+    before = DualPolicy(config.policy.hidden, 8, 7).state_dict()
+    trainer = train(config, context.init("cpu"), tmp_path, resume=False)
+    after = trainer.policy.state_dict()
+    assert trainer.update == 2
+    assert not torch.equal(before["order.score.weight"], after["order.score.weight"])
+    assert not torch.equal(before["place.score.weight"], after["place.score.weight"])
+
+
+def test_evaluate_compares_with_every_heuristic_pair(tmp_path):
+    run = [sys.executable, "-m", "ddppo_hpc.train", "--run-dir", str(tmp_path)]
+    overrides = [*TINY_GPU, "gpu.mode=placement"]
+    subprocess.run([*run, *overrides], check=True, capture_output=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "ddppo_hpc.evaluate", "--run-dir", str(tmp_path), "--windows", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()]
+    assert rows[0] == ["scheduler", "windows", "avg_jct", "makespan", "avg_comm_cost",
+                       "gpu_utilization", "avg_queue_delay"]  # fmt: skip
+    names = [r[0] for r in rows[1:]]
+    assert names[0] == "agent" and len(names) == 10
+    assert "srtf+best_fit" in names and "las+random" in names
+    out = subprocess.run(
+        [sys.executable, "-m", "ddppo_hpc.evaluate", "--run-dir", str(tmp_path), "--trace", "x"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 2 and "--trace does not apply in GPU mode" in out.stderr
