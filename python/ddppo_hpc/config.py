@@ -34,8 +34,15 @@ class EnvConfig:
 
 @dataclass
 class PolicyConfig:
-    name: str = "mlp"  # mlp (RLScheduler's job-scoring kernel) | attention
-    hidden: int = 32
+    """The network (docs/policies.md describes each policy and key)."""
+
+    name: str = "mlp"  # mlp (RLScheduler's job-scoring kernel) | attention | gtrxl
+    hidden: int = 32  # embedding width D
+    heads: int = 4  # attention, gtrxl: attention heads (must divide hidden)
+    layers: int = 1  # attention, gtrxl: transformer blocks
+    memory: int = 16  # gtrxl: M, the episode's last decisions each block attends to
+    sect: bool = True  # gtrxl: squeeze-and-excitation gates on the input channels (SECT)
+    gate_bias: float = 2.0  # gtrxl: b_g of the GRU gates; larger starts closer to identity
 
 
 @dataclass
@@ -86,7 +93,7 @@ class TrainConfig:
 CHOICES = {
     ("env", "backfill"): ("none", "easy", "conservative"),
     ("env", "reward"): ("bsld", "wait", "utilization", "fairshare"),
-    ("policy", "name"): ("mlp", "attention"),
+    ("policy", "name"): ("mlp", "attention", "gtrxl"),
     ("run", "device"): ("auto", "cpu", "cuda"),
 }
 POSITIVE = {
@@ -96,6 +103,9 @@ POSITIVE = {
     ("env", "window_jobs"),
     ("env", "max_queue"),
     ("policy", "hidden"),
+    ("policy", "heads"),
+    ("policy", "layers"),
+    ("policy", "memory"),
     ("ppo", "updates"),
     ("ppo", "rollout_steps"),
     ("ppo", "epochs"),
@@ -133,6 +143,11 @@ def _validate(config: TrainConfig) -> None:
     for section, key in POSITIVE:
         if getattr(getattr(config, section), key) <= 0:
             raise ConfigError(f"'{section}.{key}' must be positive")
+    if config.policy.hidden % config.policy.heads:
+        raise ConfigError(
+            f"'policy.hidden' ({config.policy.hidden}) must be a multiple of 'policy.heads' "
+            f"({config.policy.heads})"
+        )
     if config.dist.slow_factor < 1:
         raise ConfigError("'dist.slow_factor' must be at least 1")
     if not 0 < config.dist.sync_frac <= 1 or not 0 < config.dist.min_rollout_frac <= 1:

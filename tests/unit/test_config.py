@@ -28,6 +28,10 @@ def test_defaults_yaml_and_overrides(tmp_path):
         ("", ["dist.sync_frac=1.5"], r"'dist.sync_frac' and 'dist.min_rollout_frac'"),
         ("", ["lr=0.1"], r"override 'lr=0.1' is not section.key=value"),
         ("[1, 2]", [], r"c.yaml: expected sections"),
+        ("", ["policy.name=gru"], r"'policy.name' must be one of mlp, attention, gtrxl"),
+        ("", ["policy.memory=0"], r"'policy.memory' must be positive"),
+        ("policy:\n  sect: maybe\n", [], r"c.yaml: 'policy.sect' must be bool, not 'maybe'"),
+        ("", ["policy.heads=3"], r"'policy.hidden' \(32\) must be a multiple of 'policy.heads'"),
     ],
 )
 def test_errors_name_the_file_and_key(tmp_path, text, overrides, message):
