@@ -143,7 +143,7 @@ def _validate(config: TrainConfig) -> None:
     for section, key in POSITIVE:
         if getattr(getattr(config, section), key) <= 0:
             raise ConfigError(f"'{section}.{key}' must be positive")
-    if config.policy.hidden % config.policy.heads:
+    if config.policy.name != "mlp" and config.policy.hidden % config.policy.heads:
         raise ConfigError(
             f"'policy.hidden' ({config.policy.hidden}) must be a multiple of 'policy.heads' "
             f"({config.policy.heads})"
