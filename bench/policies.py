@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -64,22 +65,38 @@ def decisions_per_second(config_path: str, options: list[str], trace, repeat: in
 
 
 def train(config_path: str, options: list[str], run_dir: Path, minutes, updates) -> float:
-    """Trains at 2 ranks; returns the minutes it took."""
+    """Trains at 2 ranks; returns the minutes it took. A time budget counts from the launch,
+    but the stop signal waits for the first update (the signal handler is set by then)."""
     budget = [f"ppo.updates={updates}"] if updates else ["ppo.updates=1000000"]
     cmd = ["mpirun", "-n", "2", "--oversubscribe", sys.executable, "-m", "ddppo_hpc.train",
            "--config", config_path, "--run-dir", str(run_dir), *options, *budget,
            "run.checkpoint_every=50"]  # fmt: skip
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     began = time.perf_counter()
-    run = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    run = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    lines, training = [], threading.Event()
+
+    def read():
+        for line in run.stderr:
+            lines.append(line)
+            if line.startswith("update "):
+                training.set()
+        training.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     if minutes:
+        training.wait()
         try:
-            run.wait(timeout=minutes * 60)
+            run.wait(timeout=max(0.0, began + minutes * 60 - time.perf_counter()))
         except subprocess.TimeoutExpired:
             run.send_signal(signal.SIGUSR1)  # mpirun forwards it: checkpoint, then exit 0
-    _, err = run.communicate()
+    run.wait()
+    reader.join()
     if run.returncode != 0:
-        raise SystemExit(f"training {options} failed:\n{err.decode()[-2000:]}")
+        raise SystemExit(f"training {options} failed:\n{''.join(lines)[-2000:]}")
     return (time.perf_counter() - began) / 60
 
 
