@@ -44,6 +44,7 @@ bench: $(BUILT)
 	$(PY) bench/data_scale.py --traces $(TRACES)
 	$(PY) bench/env_throughput.py --traces $(TRACES)
 	$(PY) bench/scaling.py
+	$(PY) bench/policies.py --trace $(TRACES)/lublin_256.swf.gz
 
 setup: $(DEPS)
 build: $(BUILT)

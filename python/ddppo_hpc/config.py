@@ -40,8 +40,15 @@ class EnvConfig:
 
 @dataclass
 class PolicyConfig:
-    name: str = "mlp"  # mlp (RLScheduler's job-scoring kernel) | attention
-    hidden: int = 32
+    """The network (docs/policies.md describes each policy and key)."""
+
+    name: str = "mlp"  # mlp (RLScheduler's job-scoring kernel) | attention | gtrxl
+    hidden: int = 32  # embedding width D
+    heads: int = 4  # attention, gtrxl: attention heads (must divide hidden)
+    layers: int = 1  # attention, gtrxl: transformer blocks
+    memory: int = 16  # gtrxl: M, the episode's last decisions each block attends to
+    sect: bool = True  # gtrxl: squeeze-and-excitation gates on the input channels (SECT)
+    gate_bias: float = 2.0  # gtrxl: b_g of the GRU gates; larger starts closer to identity
 
 
 @dataclass
@@ -118,7 +125,7 @@ CHOICES = {
     ("env", "reward"): ("bsld", "wait", "utilization", "fairshare"),
     ("env", "reward_baseline"): ("none", "fcfs", "sjf", "wfp3", "unicep", "f1"),
     ("env", "backfill_order"): ("fcfs", "sjf", "wfp3", "unicep", "f1"),
-    ("policy", "name"): ("mlp", "attention", "dual"),
+    ("policy", "name"): ("mlp", "attention", "gtrxl", "dual"),
     ("gpu", "mode"): ("off", "placement", "dual"),
     ("gpu", "order"): ("fifo", "srtf", "las"),
     ("run", "device"): ("auto", "cpu", "cuda"),
@@ -130,6 +137,9 @@ POSITIVE = {
     ("env", "window_jobs"),
     ("env", "max_queue"),
     ("policy", "hidden"),
+    ("policy", "heads"),
+    ("policy", "layers"),
+    ("policy", "memory"),
     ("ppo", "updates"),
     ("ppo", "rollout_steps"),
     ("ppo", "epochs"),
@@ -170,15 +180,20 @@ def _validate(config: TrainConfig) -> None:
     for section, key in POSITIVE:
         if getattr(getattr(config, section), key) <= 0:
             raise ConfigError(f"'{section}.{key}' must be positive")
+    if config.policy.name != "mlp" and config.policy.hidden % config.policy.heads:
+        raise ConfigError(
+            f"'policy.hidden' ({config.policy.hidden}) must be a multiple of 'policy.heads' "
+            f"({config.policy.heads})"
+        )
     if config.dist.slow_factor < 1:
         raise ConfigError("'dist.slow_factor' must be at least 1")
     if not 0 < config.dist.sync_frac <= 1 or not 0 < config.dist.min_rollout_frac <= 1:
         raise ConfigError("'dist.sync_frac' and 'dist.min_rollout_frac' must be in (0, 1]")
-    expected = {"off": ("mlp", "attention"), "placement": ("mlp",), "dual": ("dual",)}
+    expected = {"off": ("mlp", "attention", "gtrxl"), "placement": ("mlp",), "dual": ("dual",)}
     if config.policy.name not in expected[config.gpu.mode]:
         raise ConfigError(
             f"'gpu.mode: {config.gpu.mode}' needs 'policy.name' "
-            + " or ".join(expected[config.gpu.mode])
+            + ", ".join(expected[config.gpu.mode])
         )
 
 

@@ -26,8 +26,7 @@ from ddppo_hpc.dist.control import CHECKPOINT
 from ddppo_hpc.env import EPISODE_METRICS, VecSchedulingEnv
 from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
-from ddppo_hpc.policy import build_policy
-from ddppo_hpc.rl.ppo import masked_distribution
+from ddppo_hpc.policy import build_policy, decide, initial_memory
 from ddppo_hpc.sim import POLICIES, PROTOCOL_JOBS, PROTOCOL_WINDOWS, protocol_windows, simulate
 
 HELD_OUT_SEED = (
@@ -46,12 +45,11 @@ def evaluate_policy(
     )
     env.reset()
     obs = env.begin_at([first])
+    memory = initial_memory(policy, 1, "cpu")
     while True:
-        jobs_, cluster = torch.from_numpy(obs["jobs"]), torch.from_numpy(obs["cluster"])
-        mask = torch.from_numpy(obs["action_mask"])
-        logits, _ = policy(jobs_, cluster, mask)
-        actions = masked_distribution(logits, mask).probs.argmax(dim=1).int().numpy()
-        obs, _, terminated, _, info = env.step(actions)
+        tensors = tuple(torch.from_numpy(obs[k]) for k in ("jobs", "cluster", "action_mask"))
+        actions, _, _, memory = decide(policy, tensors, memory, lambda d: d.probs.argmax(dim=1))
+        obs, _, terminated, _, info = env.step(actions.int().numpy())
         if terminated[0]:
             return {name: float(info[name][0]) for name in EPISODE_METRICS}
 
@@ -75,12 +73,10 @@ def compare(run_dir: Path, trace_path: str | None, window_jobs: int, windows: in
             raise ConfigError(
                 "--trace does not apply in GPU mode: the run's held-out jobs are used"
             )
-        policy = build_policy(
-            config.policy.name, config.policy.hidden, SLOT_FEATURES, GLOBAL_FEATURES
-        )
+        policy = build_policy(config.policy, SLOT_FEATURES, GLOBAL_FEATURES)
         policy.load_state_dict(checkpoint["model"])
         return gpu_training.compare(config, policy, windows)
-    policy = build_policy(config.policy.name, config.policy.hidden)
+    policy = build_policy(config.policy)
     policy.load_state_dict(checkpoint["model"])
     trace = evaluation_trace(config, trace_path)
     spans = protocol_windows(len(trace), 0, windows, window_jobs)

@@ -30,9 +30,8 @@ from ddppo_hpc.dist.preemption import Preemption
 from ddppo_hpc.env import VecSchedulingEnv
 from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.metrics_log import MetricsLog
-from ddppo_hpc.policy import build_policy
+from ddppo_hpc.policy import build_policy, decide, initial_memory, reset_ended
 from ddppo_hpc.rl import RolloutStorage, gae, ppo_loss
-from ddppo_hpc.rl.ppo import masked_distribution
 
 
 def rank_trace(config: TrainConfig, rank: int, size: int) -> Trace:
@@ -75,30 +74,47 @@ class Trainer:
         _, slots, features = self.env.jobs.shape  # the environment's observation widths
         cluster = self.env.cluster.shape[1]
         torch.manual_seed(config.run.seed)  # the same initial weights everywhere
-        self.policy = build_policy(config.policy.name, config.policy.hidden, features, cluster)
-        self.policy = self.policy.to(ctx.device)
+        self.policy = build_policy(config.policy, features, cluster).to(ctx.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=ppo.lr, eps=1e-5)
         self.generator = torch.Generator().manual_seed(config.run.seed + ctx.rank)
-        self.storage = RolloutStorage(ppo.rollout_steps, env.num_envs, slots, features, cluster)
+        # A recurrent policy's memory per environment (None for the others).
+        self.initial = initial_memory(self.policy, env.num_envs, ctx.device)
+        self.memory = None if self.initial is None else self.initial.clone()
+        self.storage = RolloutStorage(
+            ppo.rollout_steps,
+            env.num_envs,
+            slots,
+            features,
+            cluster,
+            None if self.initial is None else self.initial.shape[1:],
+        )
         self.preemption = Preemption(
             ctx.comm, config.dist.sync_frac, config.dist.min_rollout_frac, config.dist.preemption
         )
         self.update = 0
         self.obs, _ = self.env.reset()
 
-    def evaluate(self, obs: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The policy on an observation: (logits, values, mask), on the CPU."""
-        device = self.ctx.device
-        jobs, cluster, mask = (torch.from_numpy(obs[k]) for k in ("jobs", "cluster", "action_mask"))
-        logits, values = self.policy(jobs.to(device), cluster.to(device), mask.to(device))
-        return logits.cpu(), values.cpu(), mask
+    def observe(self, obs: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(jobs, cluster, mask) on the policy's device."""
+        keys = ("jobs", "cluster", "action_mask")
+        return tuple(torch.from_numpy(obs[k]).to(self.ctx.device) for k in keys)
+
+    def value(self, obs: dict) -> torch.Tensor:
+        """The state values of an observation (with the current memory), on the CPU."""
+        memory = [] if self.memory is None else [self.memory]
+        return self.policy(*self.observe(obs), *memory)[1].cpu()
 
     def act(self, obs: dict) -> tuple[torch.Tensor, ...]:
-        logits, values, mask = self.evaluate(obs)
-        dist = masked_distribution(logits, mask)
-        # Sampled on the CPU with this rank's generator: reproducible, and saved in checkpoints.
-        actions = torch.multinomial(dist.probs, 1, generator=self.generator).squeeze(1)
-        return actions, dist.log_prob(actions), values
+        """(actions, log-probabilities, values, the memory they were decided with); the
+        current memory moves on past the decision."""
+
+        def sample(dist):
+            # On the CPU with this rank's generator: reproducible, and saved in checkpoints.
+            return torch.multinomial(dist.probs, 1, generator=self.generator).squeeze(1)
+
+        memory = self.memory
+        actions, dist, values, self.memory = decide(self.policy, self.observe(obs), memory, sample)
+        return actions, dist.log_prob(actions), values, memory
 
     @torch.no_grad()
     def rollout(self) -> dict:
@@ -110,9 +126,10 @@ class Trainer:
         steps = config.ppo.rollout_steps
         for step in range(1, steps + 1):
             began = time.perf_counter()
-            actions, logprobs, values = self.act(self.obs)
-            storage.insert(self.obs, actions, logprobs, values)
+            actions, logprobs, values, memory = self.act(self.obs)
+            storage.insert(self.obs, actions, logprobs, values, memory)
             self.obs, reward, terminated, _, info = self.env.step(actions.numpy())
+            reset_ended(self.memory, terminated, self.initial)  # a new episode remembers nothing
             storage.outcome(reward / config.env.reward_scale, terminated)
             bslds.extend(info[self.env.SCORE][terminated].tolist())
             self.stall(time.perf_counter() - began)
@@ -120,7 +137,7 @@ class Trainer:
                 break
         if storage.used == steps:
             self.preemption.finish()
-        last_value = self.evaluate(self.obs)[1]
+        last_value = self.value(self.obs)
         return {
             "steps": storage.used,
             "seconds": time.perf_counter() - start,
@@ -147,6 +164,8 @@ class Trainer:
             "returns": returns.reshape(-1),
             "advantages": sync.normalize_advantages(advantages.reshape(-1)),
         }
+        if s.memory is not None:
+            batch["memory"] = s.flat("memory")
         samples = len(batch["actions"])
         total = sync.all_sum(torch.tensor([float(samples)]), "samples").item()
         stats = []
@@ -186,6 +205,8 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
         }
         mine = {"generator": self.generator.get_state(), "env": self.env.state()}
+        if self.memory is not None:
+            mine["memory"] = self.memory.cpu()
         control.save_checkpoint(self.run_dir, self.ctx.comm, shared, mine)
 
     def restore(self) -> None:
@@ -194,6 +215,8 @@ class Trainer:
         self.optimizer.load_state_dict(shared["optimizer"])
         self.generator.set_state(mine["generator"])
         self.obs = self.env.load_state(mine["env"])
+        if self.memory is not None:
+            self.memory = mine["memory"].to(self.ctx.device)
         self.update = shared["update"]
 
 

@@ -1,5 +1,6 @@
-"""DD-PPO training at 1 and 2 ranks: equal weights, straggler preemption. (Resume after a
-signal and the size-1 command line run in tests/test_train_runs.py.)"""
+"""DD-PPO training at 1 and 2 ranks: equal weights, straggler preemption, a recurrent
+policy resumed mid-episode. (Resume after a signal and the size-1 command line run in
+tests/test_train_runs.py.)"""
 
 from pathlib import Path
 
@@ -55,3 +56,19 @@ def test_a_slow_rank_is_preempted_and_training_goes_on(tmp_path_factory):
     else:
         assert all_steps[0] == 24
         assert 6 <= all_steps[1] < 24  # cut short, but not before min_rollout_frac (0.25)
+
+
+def test_gtrxl_resumed_halfway_equals_an_uninterrupted_run(tmp_path_factory):
+    # 4 updates of 24 steps on 64-job episodes: the stop falls mid-episode, memory non-empty.
+    options = [*SMALL, "dist.preemption=false", "policy.name=gtrxl", "policy.hidden=16"]
+    ctx = context.init("cpu")
+    straight = train(
+        load_config(None, [*options, "ppo.updates=4"]), ctx, run_dir(tmp_path_factory), resume=False
+    )
+    halves = run_dir(tmp_path_factory)
+    first = train(load_config(None, [*options, "ppo.updates=2"]), ctx, halves, resume=False)
+    assert first.memory[..., -1].any()  # the checkpoint holds a memory in use
+    resumed = train(load_config(None, [*options, "ppo.updates=4"]), ctx, halves, resume=True)
+    assert resumed.update == 4
+    assert torch.equal(flat_weights(straight.policy), flat_weights(resumed.policy))
+    assert torch.equal(straight.memory, resumed.memory)

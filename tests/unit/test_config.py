@@ -28,6 +28,14 @@ def test_defaults_yaml_and_overrides(tmp_path):
         ("", ["dist.sync_frac=1.5"], r"'dist.sync_frac' and 'dist.min_rollout_frac'"),
         ("", ["lr=0.1"], r"override 'lr=0.1' is not section.key=value"),
         ("[1, 2]", [], r"c.yaml: expected sections"),
+        ("", ["policy.name=gru"], r"'policy.name' must be one of mlp, attention, gtrxl"),
+        ("", ["policy.memory=0"], r"'policy.memory' must be positive"),
+        ("policy:\n  sect: maybe\n", [], r"c.yaml: 'policy.sect' must be bool, not 'maybe'"),
+        (
+            "",
+            ["policy.name=gtrxl", "policy.heads=3"],
+            r"'policy.hidden' \(32\) must be a multiple of 'policy.heads' \(3\)",
+        ),
     ],
 )
 def test_errors_name_the_file_and_key(tmp_path, text, overrides, message):
@@ -40,3 +48,9 @@ def test_errors_name_the_file_and_key(tmp_path, text, overrides, message):
 def test_missing_file():
     with pytest.raises(ConfigError, match="nowhere.yaml: no such file"):
         load_config("nowhere.yaml")
+
+
+def test_policy_keys():
+    config = load_config(None, ["policy.name=gtrxl", "policy.sect=false", "policy.memory=8"])
+    assert (config.policy.sect, config.policy.memory, config.policy.layers) == (False, 8, 1)
+    assert load_config(None, ["policy.hidden=30"]).policy.hidden == 30  # mlp has no heads

@@ -19,7 +19,7 @@ from ddppo_hpc.train import train
     ("overrides", "message"),
     [
         (["gpu.mode=dual"], "'gpu.mode: dual' needs 'policy.name' dual"),
-        (["policy.name=dual"], "'gpu.mode: off' needs 'policy.name' mlp or attention"),
+        (["policy.name=dual"], "'gpu.mode: off' needs 'policy.name' mlp, attention, gtrxl"),
         (["gpu.mode=placement", "policy.name=attention"], "needs 'policy.name' mlp"),
         (["gpu.mode=sharing"], "'gpu.mode' must be one of off, placement, dual"),
         (["gpu.order=sjf"], "'gpu.order' must be one of fifo, srtf, las"),

@@ -3,6 +3,8 @@
 import pytest
 import torch
 
+from ddppo_hpc.config import PolicyConfig
+from ddppo_hpc.env.vector import CLUSTER_FEATURES, JOB_FEATURES
 from ddppo_hpc.policy import build_policy
 from ddppo_hpc.rl import gae, ppo_loss
 from ddppo_hpc.rl.ppo import masked_distribution
@@ -39,8 +41,8 @@ def test_masked_slots_are_never_sampled():
 @pytest.mark.parametrize("name", ["mlp", "attention"])
 def test_policies_score_slots_and_the_loss_at_the_old_policy(name):
     torch.manual_seed(0)
-    policy = build_policy(name, hidden=16)
-    jobs, cluster = torch.rand(6, 5, 9), torch.rand(6, 3)
+    policy = build_policy(PolicyConfig(name, hidden=16))
+    jobs, cluster = torch.rand(6, 5, JOB_FEATURES), torch.rand(6, CLUSTER_FEATURES)
     mask = torch.tensor([[True] * 5, [True, True, False, False, False]] * 3)
     logits, values = policy(jobs, cluster, mask)
     assert logits.shape == (6, 5) and values.shape == (6,)
@@ -63,8 +65,8 @@ def test_policies_score_slots_and_the_loss_at_the_old_policy(name):
 
 def test_mlp_scores_do_not_depend_on_slot_order():
     torch.manual_seed(1)
-    policy = build_policy("mlp", hidden=16)
-    jobs, cluster = torch.rand(1, 4, 9), torch.rand(1, 3)
+    policy = build_policy(PolicyConfig("mlp", hidden=16))
+    jobs, cluster = torch.rand(1, 4, JOB_FEATURES), torch.rand(1, CLUSTER_FEATURES)
     mask = torch.ones(1, 4, dtype=torch.bool)
     order = torch.tensor([2, 0, 3, 1])
     a, va = policy(jobs, cluster, mask)

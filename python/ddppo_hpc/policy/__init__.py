@@ -1,14 +1,23 @@
-"""Scheduling policies over the environment's job slots: they return masked-out logits per
-slot and a state value."""
+"""Scheduling policies over the environment's job slots: they return logits per slot and a
+state value. A recurrent policy (gtrxl) also has `initial_memory(batch)`, takes the memory
+as a fourth argument and returns a third output that `remember` turns into the memory
+after a decision; `decide` drives both kinds (docs/policies.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
+from torch.distributions import Categorical
 
+from ddppo_hpc.config import PolicyConfig
 from ddppo_hpc.env.vector import CLUSTER_FEATURES, JOB_FEATURES
+from ddppo_hpc.policy.gtrxl import GTrXLPolicy
+from ddppo_hpc.policy.pooling import pooled
+from ddppo_hpc.rl.ppo import masked_distribution
 
-POLICIES = ("mlp", "attention", "dual")
+POLICIES = ("mlp", "attention", "gtrxl", "dual")
 
 
 class JobScoringMLP(nn.Module):
@@ -81,21 +90,59 @@ class DualPolicy(nn.Module):
         )
 
 
-def pooled(h: torch.Tensor, mask: torch.Tensor, cluster: torch.Tensor) -> torch.Tensor:
-    """Mean of the valid slots' features, with the cluster features."""
-    weights = mask.unsqueeze(-1).float()
-    mean = (h * weights).sum(1) / weights.sum(1).clamp(min=1)
-    return torch.cat([mean, cluster], dim=-1)
-
-
 def build_policy(
-    name: str, hidden: int, slot_features: int = JOB_FEATURES, cluster: int = CLUSTER_FEATURES
+    config: PolicyConfig, slot_features: int = JOB_FEATURES, cluster: int = CLUSTER_FEATURES
 ) -> nn.Module:
     """`slot_features` and `cluster` are the environment's widths (GPU mode: its slots')."""
-    if name == "mlp":
-        return JobScoringMLP(hidden, slot_features, cluster)
-    if name == "dual":
-        return DualPolicy(hidden, slot_features, cluster)
-    if name == "attention":
-        return AttentionPolicy(hidden)
-    raise ValueError(f"unknown policy '{name}' (choose from {', '.join(POLICIES)})")
+    if config.name == "mlp":
+        return JobScoringMLP(config.hidden, slot_features, cluster)
+    if config.name == "dual":
+        return DualPolicy(config.hidden, slot_features, cluster)
+    if config.name == "attention":
+        return AttentionPolicy(config.hidden, config.heads, config.layers)
+    if config.name == "gtrxl":
+        return GTrXLPolicy(
+            config.hidden,
+            config.heads,
+            config.layers,
+            config.memory,
+            config.sect,
+            config.gate_bias,
+        )
+    raise ValueError(f"unknown policy '{config.name}' (choose from {', '.join(POLICIES)})")
+
+
+def initial_memory(
+    policy: nn.Module, batch: int, device: torch.device | str
+) -> torch.Tensor | None:
+    """A recurrent policy's memory at the start of `batch` episodes; None for the others."""
+    initial = getattr(policy, "initial_memory", None)
+    return None if initial is None else initial(batch).to(device)
+
+
+def decide(
+    policy: nn.Module,
+    obs: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    memory: torch.Tensor | None,
+    pick: Callable[[Categorical], torch.Tensor],
+) -> tuple[torch.Tensor, Categorical, torch.Tensor, torch.Tensor | None]:
+    """One decision per environment: (actions, distribution, values, memory after the
+    decision). `obs` is (jobs, cluster, mask) on the policy's device; `pick` chooses actions
+    from the distribution (sampling or greedy); the distribution and values are on the CPU."""
+    if memory is None:
+        logits, values = policy(*obs)
+    else:
+        logits, values, candidates = policy(*obs, memory)
+    dist = masked_distribution(logits.cpu(), obs[2].cpu())
+    actions = pick(dist)
+    if memory is not None:
+        memory = policy.remember(memory, candidates, actions.to(memory.device))
+    return actions, dist, values.cpu(), memory
+
+
+def reset_ended(memory: torch.Tensor | None, ended, initial: torch.Tensor | None) -> None:
+    """Rows of environments whose episode just ended (`ended`: [B] bools) go back to the
+    initial memory, in place."""
+    if memory is not None:
+        ended = torch.as_tensor(ended, device=memory.device)
+        memory[ended] = initial[ended]

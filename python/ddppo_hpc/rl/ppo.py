@@ -11,10 +11,18 @@ from torch.distributions import Categorical
 
 class RolloutStorage:
     """T steps of B environments, preallocated; `used` steps are filled (DD-PPO may stop a
-    rollout early)."""
+    rollout early). With `memory_shape` (a recurrent policy's memory per environment), each
+    step also keeps the memory the decision was made with, so that the update recomputes
+    exactly the rollout's log-probabilities."""
 
     def __init__(
-        self, steps: int, num_envs: int, slots: int, job_features: int, cluster_features: int
+        self,
+        steps: int,
+        num_envs: int,
+        slots: int,
+        job_features: int,
+        cluster_features: int,
+        memory_shape: tuple[int, ...] | None = None,
     ):
         t, b = steps, num_envs
         self.jobs = torch.zeros(t, b, slots, job_features)
@@ -25,15 +33,19 @@ class RolloutStorage:
         self.values = torch.zeros(t, b)
         self.rewards = torch.zeros(t, b)
         self.dones = torch.zeros(t, b)  # 1 where the episode ended after the step's action
+        self.memory = None if memory_shape is None else torch.zeros(t, b, *memory_shape)
         self.used = 0
 
-    def insert(self, obs: dict, actions, logprobs, values) -> None:
-        """A step's observation and decision (copied: the environment reuses its arrays)."""
+    def insert(self, obs: dict, actions, logprobs, values, memory=None) -> None:
+        """A step's observation, the memory it was seen with, and the decision (copied: the
+        environment reuses its arrays)."""
         t = self.used
         self.jobs[t] = torch.from_numpy(obs["jobs"])
         self.cluster[t] = torch.from_numpy(obs["cluster"])
         self.mask[t] = torch.from_numpy(obs["action_mask"])
         self.actions[t], self.logprobs[t], self.values[t] = actions, logprobs, values
+        if self.memory is not None:
+            self.memory[t] = memory
 
     def outcome(self, rewards, dones) -> None:
         """What the step's actions brought; the step is then complete."""
@@ -87,8 +99,9 @@ def ppo_loss(
     policy, batch: dict[str, torch.Tensor], clip: float, value_coef: float, entropy_coef: float
 ) -> tuple[torch.Tensor, PPOStats]:
     """The clipped surrogate, value and entropy terms on one minibatch (advantages already
-    normalised)."""
-    logits, values = policy(batch["jobs"], batch["cluster"], batch["mask"])
+    normalised). A recurrent policy gets the stored memory of each sample."""
+    memory = [batch["memory"]] if "memory" in batch else []
+    logits, values = policy(batch["jobs"], batch["cluster"], batch["mask"], *memory)[:2]
     dist = masked_distribution(logits, batch["mask"])
     logprobs = dist.log_prob(batch["actions"])
     ratio = torch.exp(logprobs - batch["logprobs"])
