@@ -73,6 +73,8 @@ class BatchEnv {
   // Starts environment i's episode on the window at `start` (for evaluation on chosen
   // windows); observe() then writes the observations.
   void begin_at(size_t i, size_t start);
+  // Start times of the jobs of environment i's last finished episode (empty before one).
+  const std::vector<double>& last_start_times(size_t i) const { return envs_.at(i).last_start; }
 
  private:
   struct Env {
@@ -80,6 +82,7 @@ class BatchEnv {
     uint64_t episode = 0;  // numbers the episodes: the window start is a hash of both
     size_t begin = 0;
     std::optional<Simulator> sim;
+    std::vector<double> last_start;      // the last finished episode's start times
     std::vector<int32_t> running_procs;  // per user, scratch for the features
     std::vector<double> queued_work;     // per user, scratch
   };
