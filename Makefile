@@ -23,7 +23,7 @@ export DDPPO_TRACES := $(abspath $(TRACES))
 demo: $(BUILT)
 	timeout 1800 $(MPIRUN) -n $(MPI_NP) --oversubscribe $(PY) -m ddppo_hpc.train \
 		--config configs/demo.yaml --run-dir runs/demo
-	$(PY) -m ddppo_hpc.evaluate --run-dir runs/demo
+	$(PY) -m ddppo_hpc.evaluate --checkpoint runs/demo
 
 test: $(BUILT) lint
 	$(PY) -m pytest -q tests

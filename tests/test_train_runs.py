@@ -88,26 +88,35 @@ def test_evaluate_compares_the_policy_with_every_heuristic(tmp_path):
         capture_output=True,
         timeout=300,
     )
+    evaluate = [sys.executable, "-m", "ddppo_hpc.evaluate", "--windows", "3", "--jobs", "64"]
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ddppo_hpc.evaluate",
-            "--run-dir",
-            str(tmp_path),
-            "--window",
-            "64",
-            "--windows",
-            "3",
-        ],
+        [*evaluate, "--checkpoint", str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()[1:]]
+    assert [r[0] for r in rows] == ["ddppo", "fcfs", "sjf", "wfp3", "unicep", "f1"]
+    assert all(r[1] == "easy" and r[2] == "3" for r in rows)
+    # The checkpoint file names the same run; without a checkpoint only heuristics run.
+    by_file = subprocess.run(
+        [*evaluate, "--checkpoint", str(tmp_path / "checkpoint.pt")],
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert out.returncode == 0, out.stderr
-    rows = [line.split() for line in out.stdout.splitlines()[1:]]
-    assert [r[0] for r in rows] == ["policy", "fcfs", "sjf", "wfp3", "unicep", "f1"]
-    assert all(r[1] == "easy" and r[2] == "3" for r in rows)
+    assert by_file.stdout == out.stdout
+    swf = tmp_path / "held-out.swf"
+    subprocess.run(
+        [sys.executable, "-m", "ddppo_hpc.data.synthetic", "--jobs", "500", "--out", str(swf)],
+        check=True,
+        timeout=300,
+    )
+    tables = [
+        subprocess.run(
+            [*evaluate, "--trace", str(swf), *checkpoint], capture_output=True, text=True
+        ).stdout.splitlines()
+        for checkpoint in (["--checkpoint", str(tmp_path)], [])
+    ]
+    assert tables[1] == [tables[0][0], *tables[0][2:]]
 
 
 def test_srun_without_mpi_support_stops_instead_of_training_copies(tmp_path):
