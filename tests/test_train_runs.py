@@ -30,6 +30,7 @@ def test_size_one_without_mpirun(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "update 2/2" in out.stderr
     assert weights(tmp_path)["update"] == 2 and len(weights(tmp_path)["ranks"]) == 1
+    assert (tmp_path / "COMPLETED").read_text() == "2\n"
 
 
 def test_bad_configuration_is_one_line_and_exit_2(tmp_path):
@@ -68,6 +69,7 @@ def test_signal_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert run.wait(timeout=120) == 0, rest
     assert "stopped by signal" in rest
     assert 3 <= weights(stopped)["update"] < 10
+    assert not (stopped / "COMPLETED").exists()
     resumed = subprocess.run(
         [*MPIRUN, *TRAIN, "--run-dir", str(stopped), "--resume"],
         env=ENV,
@@ -77,7 +79,7 @@ def test_signal_then_resume_equals_an_uninterrupted_run(tmp_path):
     )
     assert resumed.returncode == 0, resumed.stderr
     a, b = weights(straight), weights(stopped)
-    assert b["update"] == 10
+    assert b["update"] == 10 and (stopped / "COMPLETED").read_text() == "10\n"
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
 
 
