@@ -159,7 +159,7 @@ def test_analyze_writes_table_plots_and_readme_block(evaluated):
     published = tmp / "published.csv"
     published.write_text("scheduler,backfill,avg_bsld,source\nsjf,easy,73.31,A paper\n")
     readme = tmp / "README.md"
-    readme.write_text("# x\n<!-- results-table:begin -->\nold\n<!-- results-table:end -->\nend\n")
+    readme.write_text("# x\n<!-- results-table:begin -->\nSTALE\n<!-- results-table:end -->\nend\n")
     out = subprocess.run(
         [*PYTHON, "ddppo_hpc.analyze", str(evaluated["results"]), "--out", str(tmp / "an"),
          "--published", str(published), "--readme", str(readme)],
@@ -181,7 +181,7 @@ def test_analyze_writes_table_plots_and_readme_block(evaluated):
     sjf_easy = next(row for row in table if row.startswith("| sjf | easy |"))
     assert sjf_easy.endswith("| 73.31 |")
     text = readme.read_text()
-    assert "old" not in text and text.startswith("# x\n") and text.endswith("end\n")
+    assert "STALE" not in text and text.startswith("# x\n") and text.endswith("end\n")
     assert "| sjf | easy |" in text
 
 

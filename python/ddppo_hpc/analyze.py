@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 from pathlib import Path
 
@@ -40,10 +41,12 @@ README_BEGIN, README_END = "<!-- results-table:begin -->", "<!-- results-table:e
 
 def best_rows(summary: dict, metric: str) -> set[int]:
     """Rows holding the best mean of `metric` within their backfill (lowest for bsld and
-    wait, highest otherwise)."""
+    wait, highest otherwise); none where every mean is equal."""
     means, best = summary[f"{metric}_mean"], set()
     for backfill in set(summary["backfill"]):
         rows = np.flatnonzero(summary["backfill"] == backfill)
+        if np.ptp(means[rows]) == 0:
+            continue  # all equal: nothing to single out
         pick = np.min if metric in LOWER_IS_BETTER else np.max
         best |= {int(r) for r in rows if means[r] == pick(means[rows])}
     return best
@@ -87,18 +90,25 @@ def markdown_table(results: Results, published: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def report(results: Results, published: dict, table: str) -> str:
+def report(results: Results, published: dict) -> str:
+    """The table and notes on what it shows (trace, windows, policy, sources, command)."""
     a = results.attrs
-    sources = sorted({source for _, source in published.values()})
     notes = [
         f"Trace `{Path(a['trace']).name}` (sha256 `{a['trace_sha256'][:16]}...`), "
         f"{a['machine_procs']} procs; windows: `{a['window_spec']}`.",
         "Cells: mean over windows [95% Student-t interval of the mean]; bold: the best mean "
         "per backfill (lowest bsld and wait, highest utilization and Jain index).",
-        *(f"Published: {source}." for source in sources),
-        f"Command: `{a['command']}`.",
     ]
-    return "# Evaluation results\n\n" + table + "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    config = json.loads(a["config"])
+    if config:
+        notes.append(
+            f"`ddppo`: the trained policy ({config['policy']['name']}, hidden "
+            f"{config['policy']['hidden']}) at update {a['checkpoint_update']} of "
+            f"{config['ppo']['updates']}, acting greedily."
+        )
+    notes += [f"Published: {source}." for source in sorted({s for _, s in published.values()})]
+    notes.append(f"Command: `{a['command']}`.")
+    return markdown_table(results, published) + "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
 
 
 def panels(results: Results, title: str, ylabel: str) -> tuple[Figure, list]:
@@ -149,7 +159,7 @@ def plot_wait_cdf(results: Results, path: Path) -> None:
     save(fig, path)
 
 
-def busy_fraction(start, end, procs, machine: int, bins: int = 100):
+def busy_fraction(start, end, procs, machine: int, bins: int = 40):
     """(bin centres, mean fraction of busy processors per bin) from job intervals."""
     edges = np.linspace(start.min(), end.max(), bins + 1)
     lo, hi = edges[:-1, None], edges[1:, None]
@@ -171,7 +181,7 @@ def plot_utilization(results: Results, path: Path) -> None:
             )
             ax.plot((t - origin) / 3600, busy, label=p)
         ax.set_xlabel("hours since the window's first submit")
-        ax.legend()
+        ax.legend(loc="lower center", ncols=3, fontsize="small")
     save(fig, path)
 
 
@@ -220,15 +230,15 @@ def metrics_file(results: Results, given: str | None) -> Path | None:
     return found if found and found.is_file() else None
 
 
-def update_readme(readme: Path, table: str) -> None:
-    """Replaces the README's table between the results-table markers."""
+def update_readme(readme: Path, body: str) -> None:
+    """Replaces the README's block between the results-table markers with `body`."""
     text = readme.read_text()
     if README_BEGIN not in text or README_END not in text:
         raise ValueError(f"{readme}: no {README_BEGIN} ... {README_END} block to replace")
     head, rest = text.split(README_BEGIN, 1)
     tail = rest.split(README_END, 1)[1]
     with atomic_write(readme) as f:
-        f.write(f"{head}{README_BEGIN}\n{table}{README_END}{tail}")
+        f.write(f"{head}{README_BEGIN}\n{body}{README_END}{tail}")
 
 
 def analyze(args: argparse.Namespace) -> list[Path]:
@@ -236,9 +246,9 @@ def analyze(args: argparse.Namespace) -> list[Path]:
     published = read_published(args.published)
     out = Path(args.out or Path(args.results).with_suffix(""))
     out.mkdir(parents=True, exist_ok=True)
-    table = markdown_table(results, published)
+    body = report(results, published)
     with atomic_write(out / "results.md") as f:
-        f.write(report(results, published, table))
+        f.write("# Evaluation results\n\n" + body)
     plots = {
         "bsld_windows.png": plot_bsld_windows,
         "wait_cdf.png": plot_wait_cdf,
@@ -253,7 +263,7 @@ def analyze(args: argparse.Namespace) -> list[Path]:
         plot_learning_curve(metrics, out / "learning_curve.png")
         written.append(out / "learning_curve.png")
     if args.readme:
-        update_readme(Path(args.readme), table)
+        update_readme(Path(args.readme), body)
     return written
 
 

@@ -171,6 +171,7 @@ def prepare(args: argparse.Namespace) -> dict:
     attrs = {
         "config": json.dumps(checkpoint["config"] if checkpoint else None),
         "checkpoint": str(file.resolve()) if file else "",
+        "checkpoint_update": checkpoint["update"] if checkpoint else -1,
         "versions": json.dumps(versions()),
         "trace": str(Path(path).resolve()) if path else f"synthetic (seed {HELD_OUT_SEED})",
         "trace_sha256": trace_sha256(trace, path),
