@@ -192,6 +192,8 @@ def test_bad_input_is_one_line_and_exit_2(evaluated, tmp_path):
         ([*PYTHON, "ddppo_hpc.evaluate", "--trace", str(evaluated["swf"]), "--windows", "2",
           "--jobs", "5000"], "within the trace's 2000 jobs"),
         ([*PYTHON, "ddppo_hpc.analyze", str(evaluated["swf"])], "cannot read results"),
+        ([*PYTHON, "ddppo_hpc.evaluate", "--checkpoint", str(evaluated["swf"])],
+         "not a ddppo-hpc training checkpoint"),
     ]  # fmt: skip
     for command, message in cases:
         out = subprocess.run(command, capture_output=True, text=True, timeout=300)

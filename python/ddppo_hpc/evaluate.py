@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import pickle
 import platform
 import shlex
 import sys
@@ -101,7 +102,13 @@ def load_checkpoint(path: str) -> tuple[dict, Path]:
     file = Path(path) / CHECKPOINT if Path(path).is_dir() else Path(path)
     if not file.is_file():
         raise FileNotFoundError(f"{path}: no checkpoint (a run directory or its {CHECKPOINT})")
-    return torch.load(file, map_location="cpu", weights_only=False), file
+    try:
+        checkpoint = torch.load(file, map_location="cpu", weights_only=False)
+        if not {"config", "model", "update"} <= set(checkpoint):
+            raise KeyError("config, model or update")
+    except (pickle.UnpicklingError, RuntimeError, EOFError, KeyError, TypeError) as e:
+        raise ValueError(f"{file}: not a ddppo-hpc training checkpoint ({e})") from e
+    return checkpoint, file
 
 
 def evaluation_trace(config: TrainConfig, trace_path: str | None) -> tuple[Trace, str | None]:
