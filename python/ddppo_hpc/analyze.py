@@ -207,9 +207,10 @@ def plot_learning_curve(metrics: Path, path: Path) -> None:
     fig = Figure(figsize=(7, 4.5))
     ax = fig.subplots()
     ax.plot(update, bsld, alpha=0.4, label="per update")
-    k = max(1, len(bsld) // 20)
-    smooth = np.convolve(np.nan_to_num(bsld, nan=np.nanmean(bsld)), np.ones(k) / k, "valid")
-    ax.plot(update[k - 1 :], smooth, label=f"mean of {k}")
+    k = len(bsld) // 20  # a moving average over a twentieth of the run
+    if k > 1:
+        smooth = np.convolve(np.nan_to_num(bsld, nan=np.nanmean(bsld)), np.ones(k) / k, "valid")
+        ax.plot(update[k - 1 :], smooth, label=f"mean of {k} updates")
     ax.set_xlabel("update")
     ax.set_ylabel("training episodes' avg bsld")
     ax.set_yscale("log")
