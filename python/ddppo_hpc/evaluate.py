@@ -267,6 +267,9 @@ def main(argv: list[str] | None = None, comm: MPI.Comm | None = None) -> int:
     """The command line; `comm` (default: the MPI world) shares out the windows."""
     args = parse_args(argv)
     comm = comm or MPI.COMM_WORLD
+    # The policy's batches are small: one thread per rank. Idle OpenMP threads spin, and on
+    # a shared or oversubscribed node that cost 100x the CPU time of the work itself.
+    torch.set_num_threads(1)
     try:
         setup = prepare(args)
         outcomes = gather(run_rank(setup, comm.rank, comm.size), setup, comm)
