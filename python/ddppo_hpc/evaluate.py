@@ -272,14 +272,22 @@ def main(argv: list[str] | None = None, comm: MPI.Comm | None = None) -> int:
     torch.set_num_threads(1)
     try:
         setup = prepare(args)
+        error = None
+    except (ConfigError, TraceError, OSError, ValueError) as e:
+        error = str(e)
+    # Every rank stops if any could not start (a file one node cannot see, say): none is
+    # left waiting for the others in the gather.
+    errors = [e for e in comm.allgather(error) if e]
+    try:
+        if errors:
+            raise ValueError(error or errors[0])
         outcomes = gather(run_rank(setup, comm.rank, comm.size), setup, comm)
         if outcomes is None:
             return 0
-        attrs = {**setup["attrs"], "ranks": comm.size}
-        results = results_of(outcomes, setup["trace"], attrs)
+        results = results_of(outcomes, setup["trace"], {**setup["attrs"], "ranks": comm.size})
         if args.out:
             write_results(args.out, results)
-    except (ConfigError, TraceError, OSError, ValueError) as e:
+    except (OSError, ValueError) as e:
         print(f"python -m ddppo_hpc.evaluate: error: {e}", file=sys.stderr)
         return 2
     print_table(results.summary)

@@ -116,8 +116,8 @@ def tables(outcomes: list[Outcome], trace) -> tuple[dict, dict]:
         records = job_records(trace, o.first_job, o.start_time)
         records["job_id"] = records["id"]
         for name in ("policy", "backfill", "window"):
-            jobs[name].append(np.full(n, getattr(o, name)))
-        for name in list(JOB_COLUMNS)[3:]:
+            records[name] = np.full(n, getattr(o, name))
+        for name in JOB_COLUMNS:
             jobs[name].append(records[name])
         row = {"policy": o.policy, "backfill": o.backfill, "window": o.window}
         row.update({"first_job": o.first_job, "jobs": n, **{m: o.metrics[m] for m in METRICS}})
