@@ -16,14 +16,34 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 export DDPPO_TRACES := $(abspath $(TRACES))
 
-.PHONY: demo test lint format bench setup build clean
+.PHONY: demo results test lint format bench setup build clean
 
 # Trains on the embedded workload at 2 ranks (about 2 minutes), then the trained policy
 # against every heuristic on held-out windows.
 demo: $(BUILT)
 	timeout 1800 $(MPIRUN) -n $(MPI_NP) --oversubscribe $(PY) -m ddppo_hpc.train \
 		--config configs/demo.yaml --run-dir runs/demo
-	$(PY) -m ddppo_hpc.evaluate --run-dir runs/demo
+	$(PY) -m ddppo_hpc.evaluate --checkpoint runs/demo
+
+# README "Results": RLScheduler's protocol on lublin_256. Trains configs/lublin256.yaml at
+# $(MPI_NP) ranks (about 30 minutes; skipped while the run directory holds a finished run),
+# evaluates the policy and every heuristic under no and EASY backfilling, and writes the
+# table and plots into docs/results/ and the table into README.md. Quick pipeline check:
+# `make results RESULTS_UPDATES=5` (its own run directory).
+RESULTS_UPDATES ?=
+RESULTS_RUN     ?= runs/results-lublin256$(if $(RESULTS_UPDATES),-$(RESULTS_UPDATES))
+RESULTS_DIR     ?= docs/results
+results: $(RESULTS_RUN)/COMPLETED
+	$(PY) -m ddppo_hpc.evaluate --checkpoint $(RESULTS_RUN) --trace $(TRACES)/lublin_256.swf.gz \
+		--protocol rlscheduler --backfill none,easy --out $(RESULTS_RUN)/results.h5
+	$(PY) -m ddppo_hpc.analyze $(RESULTS_RUN)/results.h5 --out $(RESULTS_DIR) \
+		--published $(RESULTS_DIR)/published.csv --readme README.md
+
+$(RESULTS_RUN)/COMPLETED: | $(BUILT)
+	rm -rf $(RESULTS_RUN)
+	timeout 3600 $(MPIRUN) -n $(MPI_NP) --oversubscribe $(PY) -m ddppo_hpc.train \
+		--config configs/lublin256.yaml --run-dir $(RESULTS_RUN) \
+		data.trace=$(TRACES)/lublin_256.swf.gz $(if $(RESULTS_UPDATES),ppo.updates=$(RESULTS_UPDATES))
 
 test: $(BUILT) lint
 	$(PY) -m pytest -q tests

@@ -197,6 +197,12 @@ NB_MODULE(_core, m) {
           "begin_at", [](PyBatchEnv& e, size_t i, size_t start) { e.env.begin_at(i, start); },
           "i"_a, "start"_a, "Starts environment i's episode on the window at `start`.")
       .def(
+          "last_start_times",
+          [](const PyBatchEnv& e, size_t i) {
+            return to_numpy(std::vector<double>(e.env.last_start_times(i)));
+          },
+          "i"_a, "Start times of the jobs of environment i's last finished episode.")
+      .def(
           "observe", [](PyBatchEnv& e) { e.env.observe(outputs_of(e)); },
           "Writes every environment's current observation.");
   ddppo_bindings::bind_gpu(m);

@@ -77,6 +77,7 @@ void BatchEnv::step(const int32_t* actions, Outputs out) {
     out.episode_start[i] = static_cast<int64_t>(e.begin);
     if (e.sim->done()) {
       out.reward[i] = finish_episode(e, out.episode_metrics + 4 * i);
+      e.last_start = e.sim->start_times();  // the row restarts at once: keep the schedule
       ++e.episode;
       start_episode(e);
     }

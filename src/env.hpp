@@ -78,6 +78,8 @@ class BatchEnv {
   // Starts environment i's episode on the window at `start` (for evaluation on chosen
   // windows); observe() then writes the observations.
   void begin_at(size_t i, size_t start);
+  // Start times of the jobs of environment i's last finished episode (empty before one).
+  const std::vector<double>& last_start_times(size_t i) const { return envs_.at(i).last_start; }
 
  private:
   struct Env {
@@ -86,6 +88,7 @@ class BatchEnv {
     size_t begin = 0;
     std::optional<Simulator> sim;
     double baseline_reward = 0;          // the baseline heuristic's reward on this window
+    std::vector<double> last_start;      // the last finished episode's start times
     std::vector<int32_t> running_procs;  // per user, scratch for the features
     std::vector<double> queued_work;     // per user, scratch
     std::vector<std::pair<double, size_t>> ranked;  // (F1 score, slot), scratch

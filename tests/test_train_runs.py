@@ -30,6 +30,7 @@ def test_size_one_without_mpirun(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "update 2/2" in out.stderr
     assert weights(tmp_path)["update"] == 2 and len(weights(tmp_path)["ranks"]) == 1
+    assert (tmp_path / "COMPLETED").read_text() == "2\n"
     # Annealed: the second update (update 1 of 2, 0-based) learns at half the rate.
     assert weights(tmp_path)["optimizer"]["param_groups"][0]["lr"] == 3e-4 / 2
 
@@ -70,6 +71,7 @@ def test_signal_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert run.wait(timeout=120) == 0, rest
     assert "stopped by signal" in rest
     assert 3 <= weights(stopped)["update"] < 10
+    assert not (stopped / "COMPLETED").exists()
     resumed = subprocess.run(
         [*MPIRUN, *TRAIN, "--run-dir", str(stopped), "--resume"],
         env=ENV,
@@ -79,7 +81,7 @@ def test_signal_then_resume_equals_an_uninterrupted_run(tmp_path):
     )
     assert resumed.returncode == 0, resumed.stderr
     a, b = weights(straight), weights(stopped)
-    assert b["update"] == 10
+    assert b["update"] == 10 and (stopped / "COMPLETED").read_text() == "10\n"
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
 
 
@@ -90,26 +92,35 @@ def test_evaluate_compares_the_policy_with_every_heuristic(tmp_path):
         capture_output=True,
         timeout=300,
     )
+    evaluate = [sys.executable, "-m", "ddppo_hpc.evaluate", "--windows", "3", "--jobs", "64"]
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ddppo_hpc.evaluate",
-            "--run-dir",
-            str(tmp_path),
-            "--window",
-            "64",
-            "--windows",
-            "3",
-        ],
+        [*evaluate, "--checkpoint", str(tmp_path)], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()[1:]]
+    assert [r[0] for r in rows] == ["ddppo", "fcfs", "sjf", "wfp3", "unicep", "f1"]
+    assert all(r[1] == "easy" and r[2] == "3" for r in rows)
+    # The checkpoint file names the same run; without a checkpoint only heuristics run.
+    by_file = subprocess.run(
+        [*evaluate, "--checkpoint", str(tmp_path / "checkpoint.pt")],
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert out.returncode == 0, out.stderr
-    rows = [line.split() for line in out.stdout.splitlines()[1:]]
-    assert [r[0] for r in rows] == ["policy", "fcfs", "sjf", "wfp3", "unicep", "f1"]
-    assert all(r[1] == "easy" and r[2] == "3" for r in rows)
+    assert by_file.stdout == out.stdout
+    swf = tmp_path / "held-out.swf"
+    subprocess.run(
+        [sys.executable, "-m", "ddppo_hpc.data.synthetic", "--jobs", "500", "--out", str(swf)],
+        check=True,
+        timeout=300,
+    )
+    tables = [
+        subprocess.run(
+            [*evaluate, "--trace", str(swf), *checkpoint], capture_output=True, text=True
+        ).stdout.splitlines()
+        for checkpoint in (["--checkpoint", str(tmp_path)], [])
+    ]
+    assert tables[1] == [tables[0][0], *tables[0][2:]]
 
 
 def test_srun_without_mpi_support_stops_instead_of_training_copies(tmp_path):

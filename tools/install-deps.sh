@@ -17,6 +17,7 @@ PYTHON=${PYTHON:-python3}
 CACHE=${DDPPO_CACHE:-$HOME/.cache/ddppo-hpc}
 TORCH_VERSION=2.13.0
 HOROVOD_VERSION=0.28.1
+MATPLOTLIB_VERSION=3.10.3  # analysis plots (Agg backend: no display needed)
 
 say() { printf '[install] %s\n' "$*"; }
 
@@ -40,6 +41,7 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
 
 # torch is pinned: an unpinned torch pulls a multi-GB CUDA build.
 "${PIP[@]}" install "torch==$TORCH_VERSION" numpy h5py pyyaml gymnasium \
+    "matplotlib==$MATPLOTLIB_VERSION" \
     scikit-build-core nanobind cmake==3.31.6 ninja \
     pytest pytest-timeout hypothesis ruff clang-format==19.1.7
 # mpi4py compiles against the mpicc found above; rebuild it when the MPI changes.

@@ -1,23 +1,39 @@
-"""`python -m ddppo_hpc.evaluate`: a trained policy against the heuristics on the same
-windows (the RLScheduler protocol: consecutive windows, mean of per-window averages).
+"""`python -m ddppo_hpc.evaluate`: a trained policy and the heuristics on the same windows,
+with a table of means and, with --out, every job's schedule in an HDF5 results file
+(schema: docs/results.md).
 
-    python -m ddppo_hpc.evaluate --run-dir runs/demo
-    python -m ddppo_hpc.evaluate --run-dir runs/lublin256 --trace lublin_256.swf.gz
+    python -m ddppo_hpc.evaluate --checkpoint runs/demo
+    python -m ddppo_hpc.evaluate --checkpoint runs/lublin256 --trace lublin_256.swf.gz \\
+        --backfill none,easy --out results.h5
+    mpirun -n 4 python -m ddppo_hpc.evaluate --trace lanl/ --windows 64 --jobs 4096 --out r.h5
 
-The policy acts greedily (its highest-scoring visible job). Without --trace, a trace the
-run never trained on: the embedded workload with another seed, or the run's own trace.
+The trained policy ("ddppo") acts greedily (its most probable visible job). Without
+--checkpoint only the heuristics run. Without --trace: the run's own trace, or for a run
+on the embedded workload that workload with a seed it never trained on. Windows: the
+RLScheduler protocol (10 consecutive windows of 1024 jobs) unless --windows N --jobs M
+[--seed S] (N windows at seeded random starts) or --full (the whole trace). Under mpirun,
+rank r evaluates windows r, r + size, ...; rank 0 gathers and writes.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
+import json
+import pickle
+import platform
+import shlex
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import torch
+from mpi4py import MPI
 
-from ddppo_hpc.config import ConfigError, TrainConfig, from_dict
+import ddppo_hpc
+from ddppo_hpc.config import ConfigError, EnvConfig, TrainConfig, from_dict
 from ddppo_hpc.data import read_swf
 from ddppo_hpc.data.store import TraceStore
 from ddppo_hpc.data.synthetic import generate
@@ -27,92 +43,285 @@ from ddppo_hpc.env import EPISODE_METRICS, VecSchedulingEnv
 from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
 from ddppo_hpc.policy import build_policy, decide, initial_memory
-from ddppo_hpc.sim import POLICIES, PROTOCOL_JOBS, PROTOCOL_WINDOWS, protocol_windows, simulate
+from ddppo_hpc.results import Outcome, results_of, write_results
+from ddppo_hpc.sim import BACKFILLS, POLICIES, PROTOCOL_JOBS, PROTOCOL_WINDOWS, simulate
+from ddppo_hpc.sim import protocol_windows as rlscheduler_windows
 
+TRAINED = "ddppo"  # the trained policy's name among the schedulers
 HELD_OUT_SEED = (
     987_654  # the embedded workload's seed for evaluation; training uses seed + 1000 * rank
 )
 
 
 @torch.no_grad()
-def evaluate_policy(
-    policy: torch.nn.Module, trace: Trace, first: int, jobs: int, config: TrainConfig
-) -> dict:
-    """The metrics of one greedy episode on jobs first .. first+jobs-1."""
-    options = config.env
-    env = VecSchedulingEnv(
-        trace, 1, jobs, options.max_queue, options.backfill, options.backfill_order
-    )
-    env.reset()
-    obs = env.begin_at([first])
-    memory = initial_memory(policy, 1, "cpu")
-    while True:
-        tensors = tuple(torch.from_numpy(obs[k]) for k in ("jobs", "cluster", "action_mask"))
-        actions, _, _, memory = decide(policy, tensors, memory, lambda d: d.probs.argmax(dim=1))
-        obs, _, terminated, _, info = env.step(actions.int().numpy())
-        if terminated[0]:
-            return {name: float(info[name][0]) for name in EPISODE_METRICS}
+def greedy_actions(policy: torch.nn.Module, obs: dict, memory: torch.Tensor | None) -> tuple:
+    """The trained policy's decision: its most probable visible job, per environment, and
+    a recurrent policy's memory after it."""
+    tensors = tuple(torch.from_numpy(obs[k]) for k in ("jobs", "cluster", "action_mask"))
+    actions, _, _, memory = decide(policy, tensors, memory, lambda d: d.probs.argmax(dim=1))
+    return actions.int().numpy(), memory
 
 
-def evaluation_trace(config: TrainConfig, trace_path: str | None) -> Trace:
+def run_policy(
+    policy: torch.nn.Module, trace: Trace, spans: dict, options: EnvConfig, backfill: str
+) -> list[tuple[int, np.ndarray, dict]]:
+    """(window, start times, metrics) of one greedy episode per window of `spans` (window ->
+    (first job, jobs)): one batch per window length, one environment per window. The queue
+    length and backfill order are the training run's."""
+    done = []
+    for length in sorted({n for _, n in spans.values()}):
+        windows = [w for w, (_, n) in spans.items() if n == length]
+        env = VecSchedulingEnv(
+            trace, len(windows), length, options.max_queue, backfill, options.backfill_order
+        )
+        env.reset()
+        obs = env.begin_at([spans[w][0] for w in windows])
+        memory = initial_memory(policy, len(windows), "cpu")
+        finished = np.zeros(len(windows), dtype=bool)
+        while not finished.all():  # only the first episode counts: no memory reset needed
+            actions, memory = greedy_actions(policy, obs, memory)
+            obs, _, terminated, _, info = env.step(actions)
+            for i in np.flatnonzero(terminated & ~finished):  # the first episode only
+                metrics = {m: float(info[m][i]) for m in EPISODE_METRICS}
+                done.append((windows[i], env.last_start_times(i), metrics))
+            finished |= terminated
+    return sorted(done, key=lambda d: d[0])
+
+
+def run_rank(setup: dict, rank: int, size: int) -> list[Outcome]:
+    """Every scheduler under every backfill on this rank's windows (w % size == rank)."""
+    trace, spans = setup["trace"], setup["spans"]
+    mine = {w: span for w, span in enumerate(spans) if w % size == rank}
+    outcomes = []
+    for name in setup["policies"]:
+        for backfill in setup["backfills"]:
+            if name == TRAINED:
+                runs = run_policy(setup["model"], trace, mine, setup["env"], backfill)
+            else:
+                results = [(w, simulate(trace, name, backfill, f, n)) for w, (f, n) in mine.items()]
+                runs = [(w, r.start_time, r.metrics) for w, r in results]
+            outcomes += [Outcome(name, backfill, w, mine[w][0], s, m) for w, s, m in runs]
+    return outcomes
+
+
+def load_checkpoint(path: str) -> tuple[dict, Path]:
+    """A checkpoint from a run directory or the checkpoint file itself, on the CPU."""
+    file = Path(path) / CHECKPOINT if Path(path).is_dir() else Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"{path}: no checkpoint (a run directory or its {CHECKPOINT})")
+    try:
+        checkpoint = torch.load(file, map_location="cpu", weights_only=False)
+        if not {"config", "model", "update"} <= set(checkpoint):
+            raise KeyError("config, model or update")
+    except (pickle.UnpicklingError, RuntimeError, EOFError, KeyError, TypeError) as e:
+        raise ValueError(f"{file}: not a ddppo-hpc training checkpoint ({e})") from e
+    return checkpoint, file
+
+
+def evaluation_trace(config: TrainConfig, trace_path: str | None) -> tuple[Trace, str | None]:
+    """The trace to evaluate on and its path (None for the embedded workload)."""
     path = trace_path or (None if config.data.trace == "synthetic" else config.data.trace)
     if path is None:
         jobs = max(config.data.synthetic_jobs, PROTOCOL_WINDOWS * PROTOCOL_JOBS)
-        return generate(jobs, machine_procs=config.data.machine_procs, seed=HELD_OUT_SEED)
-    if Path(path).is_dir():
-        return TraceStore(path).trace()
-    return read_swf(path)
+        trace = generate(jobs, machine_procs=config.data.machine_procs, seed=HELD_OUT_SEED)
+        return trace, None
+    return (TraceStore(path).trace() if Path(path).is_dir() else read_swf(path)), path
 
 
-def compare(run_dir: Path, trace_path: str | None, window_jobs: int, windows: int) -> list[dict]:
-    """Rows of mean metrics over the windows: the policy, then every heuristic."""
-    checkpoint = torch.load(run_dir / CHECKPOINT, weights_only=False)
+def trace_sha256(trace: Trace, path: str | None) -> str:
+    """The sha256 of the trace file; of a store's manifest.json (which lists its partitions'
+    checksums); of the job columns for the embedded workload."""
+    digest = hashlib.sha256()
+    if path is None:
+        for column in trace.core_columns():
+            digest.update(np.ascontiguousarray(column).tobytes())
+        return digest.hexdigest()
+    file = Path(path) / "manifest.json" if Path(path).is_dir() else Path(path)
+    with open(file, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def windows_of(trace_jobs: int, args: argparse.Namespace) -> tuple[list, dict]:
+    """(first job, jobs) of every window, and the spec that chose them."""
+    if args.full:
+        return [(0, trace_jobs)], {"kind": "full", "jobs": trace_jobs}
+    if args.windows is None:
+        spec = {"kind": "rlscheduler", "windows": PROTOCOL_WINDOWS, "jobs": PROTOCOL_JOBS}
+        return rlscheduler_windows(trace_jobs), {**spec, "start": 0}
+    if not 0 < args.jobs <= trace_jobs or args.windows <= 0:
+        raise ValueError(
+            f"--windows {args.windows} --jobs {args.jobs}: need positive counts and windows "
+            f"within the trace's {trace_jobs} jobs"
+        )
+    rng = np.random.default_rng(args.seed)
+    firsts = np.sort(rng.integers(0, trace_jobs - args.jobs + 1, args.windows))
+    spec = {"kind": "random", "windows": args.windows, "jobs": args.jobs, "seed": args.seed}
+    return [(int(f), args.jobs) for f in firsts], spec
+
+
+def versions() -> dict:
+    found = {"ddppo_hpc": ddppo_hpc.__version__, "python": platform.python_version()}
+    for package in ("torch", "numpy", "h5py", "horovod"):
+        with contextlib.suppress(metadata.PackageNotFoundError):  # horovod is optional
+            found[package] = metadata.version(package)
+    return found
+
+
+def prepare(args: argparse.Namespace) -> dict:
+    """What every rank needs: trace, windows, model, schedulers, and the file's attributes."""
+    checkpoint, file = load_checkpoint(args.checkpoint) if args.checkpoint else (None, None)
+    config = from_dict(checkpoint["config"]) if checkpoint else TrainConfig()
+    policies = args.policies or ([TRAINED] if checkpoint else []) + list(POLICIES)
+    if TRAINED in policies and checkpoint is None:
+        raise ValueError(f"--policies {TRAINED} needs --checkpoint")
+    model = None
+    if checkpoint:
+        model = build_policy(config.policy)
+        model.load_state_dict(checkpoint["model"])
+    trace, path = evaluation_trace(config, args.trace)
+    spans, spec = windows_of(len(trace), args)
+    attrs = {
+        "config": json.dumps(checkpoint["config"] if checkpoint else None),
+        "checkpoint": str(file.resolve()) if file else "",
+        "checkpoint_update": checkpoint["update"] if checkpoint else -1,
+        "versions": json.dumps(versions()),
+        "trace": str(Path(path).resolve()) if path else f"synthetic (seed {HELD_OUT_SEED})",
+        "trace_sha256": trace_sha256(trace, path),
+        "machine_procs": trace.machine_procs,
+        "command": shlex.join(["python", "-m", "ddppo_hpc.evaluate", *args.argv]),
+        "window_spec": json.dumps(spec),
+        "policies": policies,
+        "backfills": args.backfill or [config.env.backfill],
+    }
+    return {
+        "trace": trace,
+        "spans": spans,
+        "model": model,
+        "env": config.env,
+        "policies": policies,
+        "backfills": attrs["backfills"],
+        "attrs": attrs,
+    }
+
+
+def gpu_table(args: argparse.Namespace) -> None:
+    """A GPU-mode run: its agent against every heuristic pair on held-out windows
+    (docs/gpu.md), printed; the HDF5 results file is for HPC runs."""
+    checkpoint, _ = load_checkpoint(args.checkpoint)
     config = from_dict(checkpoint["config"])
-    if config.gpu.mode != "off":
-        if trace_path is not None:
-            raise ConfigError(
-                "--trace does not apply in GPU mode: the run's held-out jobs are used"
-            )
-        policy = build_policy(config.policy, SLOT_FEATURES, GLOBAL_FEATURES)
-        policy.load_state_dict(checkpoint["model"])
-        return gpu_training.compare(config, policy, windows)
-    policy = build_policy(config.policy)
+    if args.trace or args.out:
+        raise ValueError("--trace and --out do not apply to a GPU-mode run")
+    policy = build_policy(config.policy, SLOT_FEATURES, GLOBAL_FEATURES)
     policy.load_state_dict(checkpoint["model"])
-    trace = evaluation_trace(config, trace_path)
-    spans = protocol_windows(len(trace), 0, windows, window_jobs)
-    backfill = config.env.backfill
-    rows = {"policy": [evaluate_policy(policy, trace, f, n, config) for f, n in spans]}
-    for heuristic in POLICIES:
-        rows[heuristic] = [simulate(trace, heuristic, backfill, f, n).metrics for f, n in spans]
-    return [
-        {
-            "scheduler": name,
-            "backfill": backfill,
-            "windows": len(spans),
-            **{m: float(np.mean([r[m] for r in results])) for m in EPISODE_METRICS},
-        }
-        for name, results in rows.items()
-    ]
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m ddppo_hpc.evaluate", description=__doc__.split("\n")[0]
-    )
-    p.add_argument("--run-dir", required=True, help="a training run directory (its checkpoint)")
-    p.add_argument("--trace", help="SWF file or dataset directory (default: held out)")
-    p.add_argument("--window", type=int, default=PROTOCOL_JOBS, help="jobs per window (1024)")
-    p.add_argument("--windows", type=int, default=PROTOCOL_WINDOWS, help="windows (10)")
-    args = p.parse_args(argv)
-    try:
-        rows = compare(Path(args.run_dir), args.trace, args.window, args.windows)
-    except (ConfigError, TraceError, FileNotFoundError, ValueError) as e:
-        print(f"python -m ddppo_hpc.evaluate: error: {e}", file=sys.stderr)
-        return 2
-    # HPC rows: scheduler, backfill, windows, metrics; GPU rows have no backfill
+    rows = gpu_training.compare(config, policy, args.windows)
     print("".join(f"{k:>16}" for k in rows[0]))
     for row in rows:
         print("".join(f"{v:>16.3f}" if isinstance(v, float) else f"{v:>16}" for v in row.values()))
+
+
+def is_gpu_run(args: argparse.Namespace) -> bool:
+    if not args.checkpoint:
+        return False
+    return from_dict(load_checkpoint(args.checkpoint)[0]["config"]).gpu.mode != "off"
+
+
+def gather(outcomes: list[Outcome], setup: dict, comm: MPI.Comm) -> list[Outcome] | None:
+    """Every rank's outcomes on rank 0, ordered by scheduler, backfill, window; None
+    elsewhere."""
+    parts = comm.gather(outcomes, root=0)
+    if parts is None:
+        return None
+    policies, backfills = setup["policies"], setup["backfills"]
+    return sorted(
+        (o for part in parts for o in part),
+        key=lambda o: (policies.index(o.policy), backfills.index(o.backfill), o.window),
+    )
+
+
+def print_table(summary: dict) -> None:
+    head = "".join(f"{m:>16}" for m in EPISODE_METRICS)
+    print(f"{'scheduler':<12}{'backfill':<14}{'windows':>8}{head}")
+    for row in range(len(summary["policy"])):
+        print(
+            f"{summary['policy'][row]:<12}{summary['backfill'][row]:<14}"
+            f"{summary['windows'][row]:>8}"
+            + "".join(f"{summary[m + '_mean'][row]:>16.3f}" for m in EPISODE_METRICS)
+        )
+
+
+def names(choices: tuple[str, ...]):
+    """An argparse type: a comma-separated list of names from `choices`."""
+
+    def parse(text: str) -> list[str]:
+        chosen = [name.strip() for name in text.split(",") if name.strip()]
+        unknown = [name for name in chosen if name not in choices]
+        if unknown or not chosen:
+            raise argparse.ArgumentTypeError(
+                f"unknown {', '.join(unknown) or 'empty list'} (choose from {','.join(choices)})"
+            )
+        return list(dict.fromkeys(chosen))
+
+    return parse
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m ddppo_hpc.evaluate",
+        description=__doc__.split("`: ", 1)[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--checkpoint", help="a training run directory or its checkpoint.pt")
+    p.add_argument("--trace", help="SWF file or dataset directory (default: see above)")
+    p.add_argument("--policies", type=names((TRAINED, *POLICIES)), help="e.g. ddppo,sjf,f1")
+    p.add_argument("--backfill", type=names(BACKFILLS), help="e.g. none,easy (default: the run's)")
+    p.add_argument("--protocol", choices=("rlscheduler",), help="the default windows")
+    p.add_argument("--windows", type=int, metavar="N", help="N windows at random starts")
+    p.add_argument("--jobs", type=int, metavar="M", help="jobs per window (with --windows)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the window starts (default 0)")
+    p.add_argument("--full", action="store_true", help="one window: the whole trace")
+    p.add_argument("--out", metavar="RESULTS.h5", help="write the HDF5 results file")
+    args = p.parse_args(argv)
+    if (args.windows is None) != (args.jobs is None):
+        p.error("--windows and --jobs go together")
+    if sum((args.protocol is not None, args.windows is not None, args.full)) > 1:
+        p.error("choose one of --protocol, --windows/--jobs, --full")
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    return args
+
+
+def main(argv: list[str] | None = None, comm: MPI.Comm | None = None) -> int:
+    """The command line; `comm` (default: the MPI world) shares out the windows."""
+    args = parse_args(argv)
+    comm = comm or MPI.COMM_WORLD
+    # The policy's batches are small: one thread per rank. Idle OpenMP threads spin, and on
+    # a shared or oversubscribed node that cost 100x the CPU time of the work itself.
+    torch.set_num_threads(1)
+    try:
+        if is_gpu_run(args):
+            gpu_table(args)
+            return 0
+        setup = prepare(args)
+        error = None
+    except (ConfigError, TraceError, OSError, ValueError) as e:
+        error = str(e)
+    # Every rank stops if any could not start (a file one node cannot see, say): none is
+    # left waiting for the others in the gather.
+    errors = [e for e in comm.allgather(error) if e]
+    try:
+        if errors:
+            raise ValueError(error or errors[0])
+        outcomes = gather(run_rank(setup, comm.rank, comm.size), setup, comm)
+        if outcomes is None:
+            return 0
+        results = results_of(outcomes, setup["trace"], {**setup["attrs"], "ranks": comm.size})
+        if args.out:
+            write_results(args.out, results)
+    except (OSError, ValueError) as e:
+        print(f"python -m ddppo_hpc.evaluate: error: {e}", file=sys.stderr)
+        return 2
+    print_table(results.summary)
     return 0
 
 

@@ -7,7 +7,8 @@
 Every rank collects rollouts from its own environments and trace share; gradients are
 averaged by Horovod's ring all-reduce (no central learner); slow ranks are cut short once
 enough ranks have finished (dist.sync_frac). SIGTERM/SIGUSR1 checkpoint and exit 0 at the
-next update; `--resume` continues from the run directory's checkpoint.
+next update; `--resume` continues from the run directory's checkpoint. A run that reaches
+its last update writes `COMPLETED` (the update count) into the run directory.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ddppo_hpc.dist import context, control, sync
 from ddppo_hpc.dist.preemption import Preemption
 from ddppo_hpc.env import VecSchedulingEnv
 from ddppo_hpc.gpu import training as gpu_training
+from ddppo_hpc.io import atomic_write
 from ddppo_hpc.metrics_log import MetricsLog
 from ddppo_hpc.policy import build_policy, decide, initial_memory, reset_ended
 from ddppo_hpc.rl import RolloutStorage, gae, ppo_loss
@@ -222,6 +224,9 @@ class Trainer:
 
 def train(config: TrainConfig, ctx: context.Context, run_dir: Path, resume: bool) -> Trainer:
     trainer = Trainer(config, ctx, run_dir)
+    completed = run_dir / "COMPLETED"  # the batch templates' sign that no requeue is needed
+    if ctx.is_rank0:
+        completed.unlink(missing_ok=True)  # a run extended with more updates is not done
     if resume:
         trainer.restore()
     sync.broadcast_state(trainer.policy, trainer.optimizer)  # rank 0's state everywhere
@@ -258,6 +263,9 @@ def train(config: TrainConfig, ctx: context.Context, run_dir: Path, resume: bool
             or trainer.update == config.ppo.updates
         ):
             trainer.save()
+    if ctx.is_rank0:
+        with atomic_write(completed) as f:
+            f.write(f"{trainer.update}\n")
     return trainer
 
 

@@ -26,15 +26,17 @@ def test_heuristic_through_env_equals_the_simulator(trace, policy, backfill):
         trace, 3, window_jobs=WINDOW, max_queue=WINDOW, backfill=backfill, policy=policy, seed=11
     )
     env.reset()
+    assert len(env.last_start_times(0)) == 0  # no episode finished yet
     checked = 0
     while checked < 6:
         _, _, terminated, _, info = env.step(env.heuristic_actions())
         for i in np.flatnonzero(terminated):
             start = int(info["episode_start"][i])
-            expected = simulate(trace, policy, backfill, start=start, jobs=WINDOW).metrics
+            expected = simulate(trace, policy, backfill, start=start, jobs=WINDOW)
             assert {m: info[m][i] for m in EPISODE_METRICS} == {
-                m: expected[m] for m in EPISODE_METRICS
+                m: expected.metrics[m] for m in EPISODE_METRICS
             }
+            assert np.array_equal(env.last_start_times(i), expected.start_time)
             checked += 1
 
 

@@ -57,7 +57,7 @@ def test_evaluate_compares_with_every_heuristic_pair(tmp_path):
     overrides = [*TINY_GPU, "gpu.mode=placement"]
     subprocess.run([*run, *overrides], check=True, capture_output=True, timeout=300)
     out = subprocess.run(
-        [sys.executable, "-m", "ddppo_hpc.evaluate", "--run-dir", str(tmp_path), "--windows", "2"],
+        [sys.executable, "-m", "ddppo_hpc.evaluate", "--checkpoint", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -70,9 +70,9 @@ def test_evaluate_compares_with_every_heuristic_pair(tmp_path):
     assert names[0] == "agent" and len(names) == 10
     assert "srtf+best_fit" in names and "las+random" in names
     out = subprocess.run(
-        [sys.executable, "-m", "ddppo_hpc.evaluate", "--run-dir", str(tmp_path), "--trace", "x"],
+        [sys.executable, "-m", "ddppo_hpc.evaluate", "--checkpoint", str(tmp_path), "--trace", "x"],
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert out.returncode == 2 and "--trace does not apply in GPU mode" in out.stderr
+    assert out.returncode == 2 and "--trace and --out do not apply to a GPU-mode run" in out.stderr

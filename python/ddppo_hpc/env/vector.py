@@ -128,6 +128,11 @@ class VecSchedulingEnv:
         self._core.observe()
         return self.observation()
 
+    def last_start_times(self, i: int) -> np.ndarray:
+        """Start times of the jobs (in trace order) of environment i's last finished episode,
+        whose first job is `info["episode_start"][i]` of the step that ended it."""
+        return self._core.last_start_times(i)
+
     def heuristic_actions(self) -> np.ndarray:
         """The backfill policy's heuristic pick among each environment's visible jobs."""
         actions = np.zeros(self.num_envs, dtype=np.int32)

@@ -56,6 +56,26 @@ def simulate(
     return SimResult(start, end, start_time, metrics)
 
 
+def job_records(trace: Trace, begin: int, start_time: np.ndarray) -> dict[str, np.ndarray]:
+    """Each job's schedule, for jobs begin .. begin+len(start_time)-1 started at
+    `start_time`: wait = start - submit, bsld = max(1, (wait + runtime) / max(runtime, 10))."""
+    window = slice(begin, begin + len(start_time))
+    runtime = trace.runtime[window]
+    wait = start_time - trace.submit[window]
+    return {
+        "id": trace.id[window],
+        "submit": trace.submit[window],
+        "start": start_time,
+        "end": start_time + runtime,
+        "wait": wait,
+        "runtime": runtime,
+        "requested_time": trace.requested_time[window],
+        "procs": trace.procs[window],
+        "user": trace.user[window],
+        "bsld": np.maximum(1.0, (wait + runtime) / np.maximum(runtime, 10.0)),
+    }
+
+
 def protocol_windows(
     trace_jobs: int,
     start: int = 0,
@@ -104,6 +124,7 @@ __all__ = [
     "PROTOCOL_JOBS",
     "PROTOCOL_WINDOWS",
     "SimResult",
+    "job_records",
     "protocol_windows",
     "rlscheduler_protocol",
     "simulate",

@@ -7,8 +7,6 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
-
 from ddppo_hpc.data import Trace, TraceError, read_swf
 from ddppo_hpc.data.store import TraceStore
 from ddppo_hpc.data.synthetic import generate
@@ -19,6 +17,7 @@ from ddppo_hpc.sim import (
     PROTOCOL_JOBS,
     PROTOCOL_WINDOWS,
     SUMMARY_KEYS,
+    job_records,
     rlscheduler_protocol,
     simulate,
 )
@@ -130,23 +129,7 @@ def run_one(trace: Trace, policy: str, backfill: str, args: argparse.Namespace) 
 
 
 def write_per_job(path: str, trace: Trace, result) -> None:
-    window = slice(result.begin, result.end)
-    start = result.start_time
-    runtime = trace.runtime[window]
-    wait = start - trace.submit[window]
-    bsld = np.maximum(1.0, (wait + runtime) / np.maximum(runtime, 10.0))
-    columns = {
-        "id": trace.id[window],
-        "submit": trace.submit[window],
-        "start": start,
-        "end": start + runtime,
-        "wait": wait,
-        "runtime": runtime,
-        "requested_time": trace.requested_time[window],
-        "procs": trace.procs[window],
-        "user": trace.user[window],
-        "bsld": bsld,
-    }
+    columns = job_records(trace, result.begin, result.start_time)
     with atomic_write(path) as f:
         f.write(",".join(columns) + "\n")
         for row in zip(*(c.tolist() for c in columns.values())):
