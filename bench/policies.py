@@ -25,14 +25,15 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
-from ddppo_hpc.config import load_config
+from ddppo_hpc.config import from_dict, load_config
 from ddppo_hpc.data import read_swf
 from ddppo_hpc.env import VecSchedulingEnv
-from ddppo_hpc.evaluate import compare
+from ddppo_hpc.evaluate import load_checkpoint, run_policy
 from ddppo_hpc.policy import build_policy, decide, initial_memory
-from ddppo_hpc.sim import PROTOCOL_JOBS, PROTOCOL_WINDOWS
+from ddppo_hpc.sim import POLICIES, protocol_windows, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = {
@@ -100,6 +101,22 @@ def train(config_path: str, options: list[str], run_dir: Path, minutes, updates)
     return (time.perf_counter() - began) / 60
 
 
+def protocol_bsld(run_dir: Path, trace) -> tuple[float, int, str]:
+    """(mean over the protocol's windows of the greedy policy's average bsld, the update it
+    reached, its backfilling)."""
+    checkpoint, _ = load_checkpoint(str(run_dir))
+    config = from_dict(checkpoint["config"])
+    policy = build_policy(config.policy)
+    policy.load_state_dict(checkpoint["model"])
+    spans = dict(enumerate(protocol_windows(len(trace))))
+    runs = run_policy(policy, trace, spans, config.env, config.env.backfill)
+    return (
+        float(np.mean([m["avg_bsld"] for _, _, m in runs])),
+        checkpoint["update"],
+        config.env.backfill,
+    )
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default=str(ROOT / "configs" / "lublin256.yaml"))
@@ -116,7 +133,7 @@ def main() -> int:
     if trains:
         header += f"{'updates':>9}{'minutes':>9}{'mean bsld':>11}"
     print(header)
-    heuristics = {}
+    backfill = None
     for name, options in VARIANTS.items():
         params, speed = decisions_per_second(args.config, options, trace, args.repeat)
         line = f"{name:<18}{params:>12,}{speed:>13,.0f}"
@@ -124,14 +141,16 @@ def main() -> int:
             with tempfile.TemporaryDirectory() as run_dir:
                 minutes = train(args.config, options, Path(run_dir), args.train_minutes,
                                 args.updates)  # fmt: skip
-                rows = compare(Path(run_dir), args.trace, PROTOCOL_JOBS, PROTOCOL_WINDOWS)
-                done = torch.load(Path(run_dir) / "checkpoint.pt", weights_only=False)["update"]
-            line += f"{done:>9}{minutes:>9.1f}{rows[0]['avg_bsld']:>11.2f}"
-            heuristics = {r["scheduler"]: r["avg_bsld"] for r in rows[1:]}
+                bsld, done, backfill = protocol_bsld(Path(run_dir), trace)
+            line += f"{done:>9}{minutes:>9.1f}{bsld:>11.2f}"
         print(line, flush=True)
-    if heuristics:
-        print("heuristics, same windows: "
-              + ", ".join(f"{k} {v:.2f}" for k, v in heuristics.items()))  # fmt: skip
+    if backfill:
+        spans = protocol_windows(len(trace))
+        means = {
+            h: np.mean([simulate(trace, h, backfill, f, n).metrics["avg_bsld"] for f, n in spans])
+            for h in POLICIES
+        }
+        print("heuristics, same windows: " + ", ".join(f"{h} {v:.2f}" for h, v in means.items()))
     return 0
 
 
