@@ -92,40 +92,39 @@ def test_invalid_actions_pick_the_oldest_job_and_rewards_come_at_the_end():
     assert rewards[-1] == pytest.approx(-info["avg_wait"][0] / (12 * 3600))
 
 
-@pytest.mark.parametrize("reward", ["bsld", "utilization", "fairshare"])
-def test_episode_rewards(trace, reward):
-    env = VecSchedulingEnv(trace, 2, window_jobs=100, max_queue=100, reward=reward, seed=3)
+def first_episode_end(env: VecSchedulingEnv) -> tuple[float, int]:
+    """Drives env with its heuristic until an episode ends: (its reward, its window start)."""
     env.reset()
     while True:
         _, r, terminated, _, info = env.step(env.heuristic_actions())
         if terminated.any():
-            break
-    i = int(np.flatnonzero(terminated)[0])
-    result = simulate(trace, "fcfs", "easy", start=int(info["episode_start"][i]), jobs=100)
+            i = int(np.flatnonzero(terminated)[0])
+            return float(r[i]), int(info["episode_start"][i])
+
+
+@pytest.mark.parametrize("reward", ["bsld", "utilization", "fairshare"])
+def test_episode_rewards(trace, reward):
+    env = VecSchedulingEnv(trace, 2, window_jobs=100, max_queue=100, reward=reward, seed=3)
+    reward_of_episode, start = first_episode_end(env)
+    result = simulate(trace, "fcfs", "easy", start=start, jobs=100)
     users = result.metrics["user_avg_bsld"]
     expected = {
         "bsld": -result.metrics["avg_bsld"],
         "utilization": result.metrics["utilization"],
         "fairshare": -(result.metrics["avg_bsld"] + np.std(users)),
     }[reward]
-    assert r[i] == pytest.approx(expected, rel=1e-6)
+    assert reward_of_episode == pytest.approx(expected, rel=1e-6)
 
 
 @pytest.mark.parametrize("baseline", ["sjf", "f1"])
 def test_rewards_relative_to_a_baseline_heuristic(trace, baseline):
     # FCFS picks; the reward is FCFS's minus the baseline's on the same window.
     env = VecSchedulingEnv(trace, 2, window_jobs=100, max_queue=100, seed=3, baseline=baseline)
-    env.reset()
-    while True:
-        _, r, terminated, _, info = env.step(env.heuristic_actions())
-        if terminated.any():
-            break
-    i = int(np.flatnonzero(terminated)[0])
-    start = int(info["episode_start"][i])
+    reward, start = first_episode_end(env)
     ours = simulate(trace, "fcfs", "easy", start=start, jobs=100).metrics["avg_bsld"]
     theirs = simulate(trace, baseline, "easy", start=start, jobs=100).metrics["avg_bsld"]
     assert ours != theirs
-    assert r[i] == pytest.approx(-(ours - theirs), rel=1e-6)
+    assert reward == pytest.approx(-(ours - theirs), rel=1e-6)
 
 
 def test_seeded_and_deterministic(trace):

@@ -62,14 +62,19 @@ class VecSchedulingEnv:
             baseline,
             [seed + i for i in range(num_envs)],
         )
-        b, k = num_envs, max_queue
-        self.jobs = np.zeros((b, k, JOB_FEATURES), dtype=np.float32)
-        self.cluster = np.zeros((b, CLUSTER_FEATURES), dtype=np.float32)
-        self.mask = np.zeros((b, k), dtype=np.uint8)
+        self._allocate(max_queue, JOB_FEATURES, CLUSTER_FEATURES, window_jobs)
+
+    def _allocate(self, slots: int, features: int, cluster: int, decisions: int) -> None:
+        """The arrays the core writes into (handed to it once), and the log of the current
+        episode's actions per environment (at most `decisions`): enough to resume it."""
+        b = self.num_envs
+        self.jobs = np.zeros((b, slots, features), dtype=np.float32)
+        self.cluster = np.zeros((b, cluster), dtype=np.float32)
+        self.mask = np.zeros((b, slots), dtype=np.uint8)
         self.reward = np.zeros(b, dtype=np.float32)
         self.done = np.zeros(b, dtype=np.uint8)
         self.episode_start = np.zeros(b, dtype=np.int64)
-        self.episode_metrics = np.zeros((b, len(EPISODE_METRICS)), dtype=np.float64)
+        self.episode_metrics = np.zeros((b, len(self.METRICS)), dtype=np.float64)
         self._actions = np.zeros(b, dtype=np.int32)
         self._core.set_outputs(
             self.jobs,
@@ -80,8 +85,7 @@ class VecSchedulingEnv:
             self.episode_start,
             self.episode_metrics,
         )
-        # The current episode's actions, per environment: enough to resume it exactly.
-        self._log = np.zeros((b, window_jobs), dtype=np.int32)
+        self._log = np.zeros((b, decisions), dtype=np.int32)
         self._logged = np.zeros(b, dtype=np.int64)
 
     def observation(self) -> dict[str, np.ndarray]:

@@ -66,29 +66,11 @@ class VecGpuEnv(VecSchedulingEnv):
             *weights,
             [seed + i for i in range(num_envs)],
         )
-        b, s = num_envs, self._core.slots
+        s = self._core.slots
         self.max_queue = s  # slots per observation, as the trainer sizes its storage
-        self.jobs = np.zeros((b, s, SLOT_FEATURES), dtype=np.float32)
-        self.cluster = np.zeros((b, GLOBAL_FEATURES), dtype=np.float32)
-        self.mask = np.zeros((b, s), dtype=np.uint8)
-        self.reward = np.zeros(b, dtype=np.float32)
-        self.done = np.zeros(b, dtype=np.uint8)
-        self.episode_start = np.zeros(b, dtype=np.int64)
-        self.episode_metrics = np.zeros((b, len(self.METRICS)), dtype=np.float64)
-        self._actions = np.zeros(b, dtype=np.int32)
-        self._core.set_outputs(
-            self.jobs,
-            self.cluster,
-            self.mask,
-            self.reward,
-            self.done,
-            self.episode_start,
-            self.episode_metrics,
-        )
         # An episode has at most one ordering step and g placement steps per job.
         steps = window_jobs * (1 + int(workload.gpus.max()))
-        self._log = np.zeros((b, steps), dtype=np.int32)
-        self._logged = np.zeros(b, dtype=np.int64)
+        self._allocate(s, SLOT_FEATURES, GLOBAL_FEATURES, steps)
 
     def heuristic_actions(self, order: str = "srtf", placement: str = "best_fit") -> np.ndarray:
         """The heuristics' action in each environment's current step."""
