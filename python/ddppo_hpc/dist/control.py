@@ -29,11 +29,13 @@ class StopFlag:
 
 def save_checkpoint(run_dir: Path, comm: MPI.Comm, shared: dict, mine: dict) -> None:
     """Rank 0 writes `shared` (model, optimizer, counters, config) with every rank's `mine`
-    (RNG and environment states), to a temp file renamed onto checkpoint.pt."""
+    (RNG and environment states), to a temp file renamed onto checkpoint.pt. On return the
+    file is there for every rank (a resume in the same job cannot read an older one)."""
     ranks = comm.gather(mine, root=0)
     if comm.Get_rank() == 0:
         with atomic_write(run_dir / CHECKPOINT, "wb") as f:
             torch.save({**shared, "ranks": ranks}, f)
+    comm.Barrier()
 
 
 def _read(run_dir: Path) -> dict:
