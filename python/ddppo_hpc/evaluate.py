@@ -169,9 +169,10 @@ def versions() -> dict:
     return found
 
 
-def prepare(args: argparse.Namespace) -> dict:
-    """What every rank needs: trace, windows, model, schedulers, and the file's attributes."""
-    checkpoint, file = load_checkpoint(args.checkpoint) if args.checkpoint else (None, None)
+def prepare(args: argparse.Namespace, loaded: tuple[dict, Path] | None) -> dict:
+    """What every rank needs: trace, windows, model, schedulers, and the file's attributes;
+    `loaded`: the checkpoint and its file, if any."""
+    checkpoint, file = loaded or (None, None)
     config = from_dict(checkpoint["config"]) if checkpoint else TrainConfig()
     policies = args.policies or ([TRAINED] if checkpoint else []) + list(POLICIES)
     if TRAINED in policies and checkpoint is None:
@@ -206,10 +207,9 @@ def prepare(args: argparse.Namespace) -> dict:
     }
 
 
-def gpu_table(args: argparse.Namespace) -> None:
+def gpu_table(checkpoint: dict, args: argparse.Namespace) -> None:
     """A GPU-mode run: its agent against every heuristic pair on held-out windows
     (docs/gpu.md), printed; the HDF5 results file is for HPC runs."""
-    checkpoint, _ = load_checkpoint(args.checkpoint)
     config = from_dict(checkpoint["config"])
     if args.trace or args.out:
         raise ValueError("--trace and --out do not apply to a GPU-mode run")
@@ -219,12 +219,6 @@ def gpu_table(args: argparse.Namespace) -> None:
     print("".join(f"{k:>16}" for k in rows[0]))
     for row in rows:
         print("".join(f"{v:>16.3f}" if isinstance(v, float) else f"{v:>16}" for v in row.values()))
-
-
-def is_gpu_run(args: argparse.Namespace) -> bool:
-    if not args.checkpoint:
-        return False
-    return from_dict(load_checkpoint(args.checkpoint)[0]["config"]).gpu.mode != "off"
 
 
 def gather(outcomes: list[Outcome], setup: dict, comm: MPI.Comm) -> list[Outcome] | None:
@@ -299,10 +293,11 @@ def main(argv: list[str] | None = None, comm: MPI.Comm | None = None) -> int:
     # a shared or oversubscribed node that cost 100x the CPU time of the work itself.
     torch.set_num_threads(1)
     try:
-        if is_gpu_run(args):
-            gpu_table(args)
+        loaded = load_checkpoint(args.checkpoint) if args.checkpoint else None
+        if loaded and from_dict(loaded[0]["config"]).gpu.mode != "off":
+            gpu_table(loaded[0], args)
             return 0
-        setup = prepare(args)
+        setup = prepare(args, loaded)
         error = None
     except (ConfigError, TraceError, OSError, ValueError) as e:
         error = str(e)
