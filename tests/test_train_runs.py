@@ -16,6 +16,16 @@ MPIRUN = ["mpirun", "-n", "2", "--oversubscribe"]
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
+def train_small(run_dir, updates: int) -> None:
+    """A size-1 run of `updates` updates of the SMALL setting into run_dir."""
+    subprocess.run(
+        [*TRAIN, "--run-dir", str(run_dir), *SMALL, f"ppo.updates={updates}"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+
+
 def weights(run_dir) -> dict:
     return torch.load(run_dir / "checkpoint.pt", weights_only=False)
 
@@ -86,12 +96,7 @@ def test_signal_then_resume_equals_an_uninterrupted_run(tmp_path):
 
 
 def test_evaluate_compares_the_policy_with_every_heuristic(tmp_path):
-    subprocess.run(
-        [*TRAIN, "--run-dir", str(tmp_path), *SMALL, "ppo.updates=1"],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    train_small(tmp_path, 1)
     evaluate = [sys.executable, "-m", "ddppo_hpc.evaluate", "--windows", "3", "--jobs", "64"]
     out = subprocess.run(
         [*evaluate, "--checkpoint", str(tmp_path)], capture_output=True, text=True, timeout=300
@@ -137,12 +142,7 @@ def test_srun_without_mpi_support_stops_instead_of_training_copies(tmp_path):
 
 
 def test_metrics_file_has_a_row_per_update(tmp_path):
-    subprocess.run(
-        [*TRAIN, "--run-dir", str(tmp_path), *SMALL, "ppo.updates=3"],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    train_small(tmp_path, 3)
     with h5py.File(tmp_path / "metrics.h5", "r") as f:
         assert f["update"][:].tolist() == [1, 2, 3]
         assert f["samples"][:].tolist() == [24 * 4] * 3
