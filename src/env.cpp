@@ -26,6 +26,8 @@ BatchEnv::BatchEnv(const Workload& w, Accounts accounts, EnvConfig config,
                                 " jobs do not fit a trace of " + std::to_string(w_.size));
   if (config_.max_queue == 0) throw std::invalid_argument("the observation needs a job slot");
   if (seeds.empty()) throw std::invalid_argument("a batch needs at least one environment");
+  if (config_.dense && config_.reward != Reward::kBsld && config_.reward != Reward::kWait)
+    throw std::invalid_argument("a dense reward is a sum over jobs: bsld or wait only");
   envs_.resize(seeds.size());
   for (size_t i = 0; i < seeds.size(); ++i) {
     envs_[i].seed = seeds[i];
@@ -41,6 +43,7 @@ void BatchEnv::start_episode(Env& e) {
 
 void BatchEnv::start_window(Env& e, size_t begin) {
   e.begin = begin;
+  e.paid = 0;
   e.sim.emplace(w_, begin, begin + config_.window_jobs, config_.machine_procs, config_.policy,
                 config_.backfill);
   if (config_.baseline) {
@@ -72,11 +75,13 @@ void BatchEnv::step(const int32_t* actions, Outputs out) {
   for (size_t i = 0; i < envs_.size(); ++i) {
     Env& e = envs_[i];
     act(e, actions[i]);
-    out.reward[i] = 0;
+    out.reward[i] = config_.dense ? dense_reward(e) : 0;
     out.done[i] = e.sim->done();
     out.episode_start[i] = static_cast<int64_t>(e.begin);
     if (e.sim->done()) {
-      out.reward[i] = finish_episode(e, out.episode_metrics + 4 * i);
+      float last = finish_episode(e, out.episode_metrics + 4 * i);
+      // Dense: what the jobs earned is paid already; the baseline's share comes last.
+      out.reward[i] += config_.dense ? static_cast<float>(-e.baseline_reward) : last;
       e.last_start = e.sim->start_times();  // the row restarts at once: keep the schedule
       ++e.episode;
       start_episode(e);
@@ -99,6 +104,7 @@ void BatchEnv::restore(size_t i, uint64_t episode, const std::vector<int32_t>& a
     act(e, a);
   }
   if (e.sim->done()) throw std::invalid_argument("the actions end the episode");
+  if (config_.dense) dense_reward(e);  // the replayed steps' rewards are paid
 }
 
 void BatchEnv::observe(Outputs out) {
@@ -116,6 +122,23 @@ float BatchEnv::finish_episode(const Env& e, double* metrics) const {
   metrics[2] = m.utilization;
   metrics[3] = m.jain_user_bsld;
   return static_cast<float>(reward_of(m) - e.baseline_reward);
+}
+
+// The dense reward of a step: minus the per-job terms (bounded slowdown, or wait / T) of the
+// jobs started since the last step, over the window's size.
+float BatchEnv::dense_reward(Env& e) const {
+  const std::vector<double>& start = e.sim->start_times();
+  double earned = 0;
+  for (size_t k = 0; k < start.size(); ++k) {
+    if (std::isnan(start[k])) continue;
+    double wait = start[k] - w_.submit[e.begin + k];
+    earned -= config_.reward == Reward::kBsld ? bounded_slowdown(wait, w_.runtime[e.begin + k])
+                                              : wait / kTimeScale;
+  }
+  earned /= static_cast<double>(start.size());
+  float reward = static_cast<float>(earned - e.paid);
+  e.paid = earned;
+  return reward;
 }
 
 double BatchEnv::reward_of(const Metrics& m) const {

@@ -37,6 +37,9 @@ struct EnvConfig {
   // When set, the reward is relative to this heuristic's on the same window (an
   // action-independent baseline: same expected gradient, much less variance).
   std::optional<Policy> baseline;
+  // bsld and wait only: each job's share of the reward comes at the step it starts
+  // (episode sums unchanged), not all of it at the episode's end.
+  bool dense = false;
 };
 
 // Per-job dense ids (0-based) of users and groups, for the multi-user features.
@@ -88,6 +91,7 @@ class BatchEnv {
     size_t begin = 0;
     std::optional<Simulator> sim;
     double baseline_reward = 0;          // the baseline heuristic's reward on this window
+    double paid = 0;                     // dense reward given so far in this episode
     std::vector<double> last_start;      // the last finished episode's start times
     std::vector<int32_t> running_procs;  // per user, scratch for the features
     std::vector<double> queued_work;     // per user, scratch
@@ -97,6 +101,7 @@ class BatchEnv {
   void start_window(Env& e, size_t begin);
   void act(Env& e, int32_t action);
   float finish_episode(const Env& e, double* metrics) const;
+  float dense_reward(Env& e) const;
   double reward_of(const Metrics& m) const;
   void observe(Env& e, size_t i, Outputs out) const;
 

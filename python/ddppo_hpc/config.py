@@ -35,6 +35,9 @@ class EnvConfig:
     # none, or a heuristic (fcfs | sjf | wfp3 | unicep | f1): the reward becomes the
     # difference to that heuristic's on the same window (less variance, same optimum)
     reward_baseline: str = "none"
+    # bsld and wait: each job's share of the reward at the step it starts, not all of it at
+    # the episode's end (same episode sums; the value function then predicts only the future)
+    dense_reward: bool = False
     reward_scale: float = 100.0  # rewards are divided by this before learning
 
 
@@ -184,6 +187,11 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError(
             f"'policy.hidden' ({config.policy.hidden}) must be a multiple of 'policy.heads' "
             f"({config.policy.heads})"
+        )
+    if config.env.dense_reward and config.env.reward not in ("bsld", "wait"):
+        raise ConfigError(
+            f"'env.dense_reward' needs 'env.reward' bsld or wait (a sum over jobs), "
+            f"not {config.env.reward}"
         )
     if config.dist.slow_factor < 1:
         raise ConfigError("'dist.slow_factor' must be at least 1")

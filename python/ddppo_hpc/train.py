@@ -65,6 +65,7 @@ def make_env(config: TrainConfig, rank: int, size: int) -> VecSchedulingEnv:
         env.reward,
         seed=config.run.seed + rank * env.num_envs,
         baseline=env.reward_baseline,
+        dense=env.dense_reward,
     )
 
 

@@ -127,6 +127,58 @@ def test_rewards_relative_to_a_baseline_heuristic(trace, baseline):
     assert reward == pytest.approx(-(ours - theirs), rel=1e-6)
 
 
+def test_dense_rewards_pay_each_job_when_it_starts(trace):
+    # FCFS without backfilling starts exactly the picked job at each step, in submit order:
+    # step t pays minus job t's bounded slowdown over the window's size.
+    env = VecSchedulingEnv(trace, 1, window_jobs=100, max_queue=100, backfill="none", dense=True)
+    env.reset()
+    rewards, terminated = [], [False]
+    while not terminated[0]:
+        _, reward, terminated, _, info = env.step(env.heuristic_actions())
+        rewards.append(float(reward[0]))
+    start = int(info["episode_start"][0])
+    result = simulate(trace, "fcfs", "none", start=start, jobs=100)
+    wait = result.start_time - trace.submit[start : start + 100]
+    runtime = trace.runtime[start : start + 100]
+    bsld = np.maximum((wait + runtime) / np.maximum(runtime, 10), 1)
+    assert len(rewards) == 100 and np.unique(bsld).size > 10
+    assert np.allclose(rewards, -bsld / 100, rtol=1e-6)
+
+
+def first_episode_rewards(env: VecSchedulingEnv, paid: list[float]) -> int:
+    """Drives env with its heuristic until row 0's episode ends, appending row 0's rewards to
+    `paid`; returns that episode's window start."""
+    while True:
+        _, r, terminated, _, info = env.step(env.heuristic_actions())
+        paid.append(float(r[0]))
+        if terminated[0]:
+            return int(info["episode_start"][0])
+
+
+@pytest.mark.parametrize("reward", ["bsld", "wait"])
+def test_dense_rewards_sum_to_the_episode_reward(trace, reward):
+    # With EASY several jobs can start at one step; the episode's rewards sum to the sparse
+    # reward, the baseline's share included, and resuming mid-episode pays nothing twice.
+    kwargs = dict(window_jobs=100, max_queue=100, reward=reward, seed=3, baseline="f1")
+    sparse_env, sparse = VecSchedulingEnv(trace, 2, **kwargs), []
+    sparse_env.reset()
+    start = first_episode_rewards(sparse_env, sparse)
+    env, paid = VecSchedulingEnv(trace, 2, dense=True, **kwargs), []
+    env.reset()
+    for _ in range(20):  # of the episode's 38 steps
+        paid.append(float(env.step(env.heuristic_actions())[1][0]))
+    again = VecSchedulingEnv(trace, 2, dense=True, **kwargs)
+    again.load_state(env.state())
+    assert first_episode_rewards(again, paid) == start
+    assert len(paid) == len(sparse) and sparse[:-1] == [0.0] * (len(sparse) - 1)
+    assert sum(paid[:-1]) < 0 and sum(paid) == pytest.approx(sparse[-1], rel=1e-5, abs=1e-6)
+
+
+def test_dense_rewards_need_a_sum_over_jobs(trace):
+    with pytest.raises(ValueError, match="bsld or wait"):
+        VecSchedulingEnv(trace, 1, window_jobs=100, reward="utilization", dense=True)
+
+
 def test_seeded_and_deterministic(trace):
     def run(seed):
         env = VecSchedulingEnv(trace, 4, window_jobs=200, seed=seed)

@@ -40,6 +40,7 @@ class VecSchedulingEnv:
         reward: str = "bsld",
         seed: int = 0,
         baseline: str = "none",
+        dense: bool = False,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -60,6 +61,7 @@ class VecSchedulingEnv:
             backfill,
             reward,
             baseline,
+            dense,
             [seed + i for i in range(num_envs)],
         )
         self._allocate(max_queue, JOB_FEATURES, CLUSTER_FEATURES, window_jobs)
