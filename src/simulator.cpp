@@ -275,22 +275,21 @@ void Simulator::rerank() {
   settle_runs(ranked_);
 }
 
-// Puts the waiting jobs into ranked_ in policy order at now and marks in hopeful_ those that
-// can start now beside the profile; returns one past the last hopeful job's position (0 if
-// none).
+// Marks in hopeful_ the waiting jobs that can start now beside the profile and, if there
+// are any, puts the waiting jobs into ranked_ in policy order at now; returns one past the
+// last hopeful job's position there (0 if none).
 size_t Simulator::rank_hopeful() {
+  bool any = false;
+  for (int32_t j : queue_) any |= hopeful_[j - begin_] = can_start_now(j);
+  if (!any) return 0;
   if (policy_ == Policy::kFcfs) {  // queue order
     ranked_.clear();
     for (int32_t j : queue_) ranked_.emplace_back(0, j);
   } else {
     rerank();
   }
-  size_t through = 0;
-  for (size_t i = 0; i < ranked_.size(); ++i) {
-    int32_t j = ranked_[i].second;
-    hopeful_[j - begin_] = can_start_now(j);
-    if (hopeful_[j - begin_]) through = i + 1;
-  }
+  size_t through = ranked_.size();
+  while (!hopeful_[ranked_[through - 1].second - begin_]) --through;
   return through;
 }
 
@@ -360,7 +359,7 @@ void Simulator::conservative_scan() {
     int32_t j = ranked_[k].second;
     if (hopeful_[j - begin_] && can_start_now(j)) {
       start(j);
-      if (w_.runtime[j] > 0) profile_.reserve(now_, w_.requested_time[j], w_.procs[j]);
+      if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], w_.requested_time[j]);
       touched = now_;
     } else {
       double at = profile_.reserve_earliest(w_.procs[j], w_.requested_time[j]);
