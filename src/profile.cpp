@@ -21,6 +21,12 @@ bool Profile::fits_now(int32_t procs, double duration) const {
   return true;
 }
 
+void Profile::lows(std::vector<Step>& out) const {
+  out.assign(1, steps_[0]);
+  for (const Step& s : steps_)
+    if (s.free < out.back().free) out.push_back(s);
+}
+
 // The index of the earliest step where a job fits, and the index of the first step at or
 // after its end from there; the last step, past every running job and reservation, holds any
 // job that fits the machine.

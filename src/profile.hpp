@@ -23,11 +23,17 @@ class Profile {
   // instant and over all of [start, start + duration); returns that start.
   double reserve_earliest(int32_t procs, double duration);
 
- private:
   struct Step {
     double time;
     int32_t free;
   };
+  // The least free procs from the start on: the first step, then every step with fewer free
+  // procs than all before it. fits_now(procs, duration) holds iff every one of them that
+  // starts before start + duration holds procs: a few checks per job where many jobs are
+  // asked against one profile.
+  void lows(std::vector<Step>& out) const;
+
+ private:
   std::pair<size_t, size_t> earliest(int32_t procs, double duration) const;
   void take(size_t first, size_t next, double until, int32_t procs);
 

@@ -279,8 +279,17 @@ void Simulator::rerank() {
 // are any, puts the waiting jobs into ranked_ in policy order at now; returns one past the
 // last hopeful job's position there (0 if none).
 size_t Simulator::rank_hopeful() {
+  // can_start_now() for every waiting job, from the profile's lows.
+  profile_.lows(lows_);
   bool any = false;
-  for (int32_t j : queue_) any |= hopeful_[j - begin_] = can_start_now(j);
+  for (int32_t j : queue_) {
+    const int32_t procs = w_.procs[j];
+    const double until = now_ + w_.requested_time[j];
+    bool fits = procs <= free_ && procs <= lows_[0].free;
+    for (size_t k = 1; fits && k < lows_.size() && lows_[k].time < until; ++k)
+      fits = lows_[k].free >= procs;
+    any |= hopeful_[j - begin_] = fits;
+  }
   if (!any) return 0;
   if (policy_ == Policy::kFcfs) {  // queue order
     ranked_.clear();

@@ -112,6 +112,7 @@ class Simulator {
   // was hopeful when that scan began and whether it has ever joined ranked_.
   std::vector<Keyed> ranked_;
   std::vector<char> hopeful_, listed_;
+  std::vector<Profile::Step> lows_;  // the profile's lows() as a scan begins
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
 };
 
