@@ -21,9 +21,16 @@ bool Profile::fits_now(int32_t procs, double duration) const {
   return true;
 }
 
-// The index of the earliest step where a job fits; the last step, past every running job
-// and reservation, holds any job that fits the machine.
-size_t Profile::earliest(int32_t procs, double duration) const {
+void Profile::lows(std::vector<Step>& out) const {
+  out.assign(1, steps_[0]);
+  for (const Step& s : steps_)
+    if (s.free < out.back().free) out.push_back(s);
+}
+
+// The index of the earliest step where a job fits, and the index of the first step at or
+// after its end from there; the last step, past every running job and reservation, holds any
+// job that fits the machine.
+std::pair<size_t, size_t> Profile::earliest(int32_t procs, double duration) const {
   size_t i = 0;
   for (;;) {
     while (steps_[i].free < procs) ++i;
@@ -32,40 +39,36 @@ size_t Profile::earliest(int32_t procs, double duration) const {
     double until = steps_[i].time + duration;
     size_t k = i + 1;
     while (k < steps_.size() && steps_[k].time < until && steps_[k].free >= procs) ++k;
-    if (k == steps_.size() || steps_[k].time >= until) return i;
+    if (k == steps_.size() || steps_[k].time >= until) return {i, k};
     i = k + 1;
   }
 }
 
-// Makes `at` (>= steps_[from].time) a step start and returns its index.
-size_t Profile::split(size_t from, double at) {
-  auto it = std::upper_bound(steps_.begin() + from, steps_.end(), at,
-                             [](double t, const Step& s) { return t < s.time; });
-  size_t i = it - steps_.begin() - 1;
-  if (steps_[i].time == at) return i;
-  steps_.insert(it, {at, steps_[i].free});
-  return i + 1;
-}
-
-// Takes procs from step `first` up to `until`, which split() made step starts.
-void Profile::take(size_t first, double until, int32_t procs) {
-  size_t last = split(first, until);
-  for (size_t i = first; i < last; ++i) steps_[i].free -= procs;
+// Takes procs from step `first` up to `until` (past its start); `next` is the first step at
+// or after `until`.
+void Profile::take(size_t first, size_t next, double until, int32_t procs) {
+  if (next == steps_.size() || steps_[next].time != until)
+    steps_.insert(steps_.begin() + next, {until, steps_[next - 1].free});
+  for (size_t i = first; i < next; ++i) steps_[i].free -= procs;
   // A breakpoint between equal values is no rise and starts no job: drop it.
-  if (last < steps_.size() && steps_[last].free == steps_[last - 1].free)
-    steps_.erase(steps_.begin() + last);
+  if (steps_[next].free == steps_[next - 1].free) steps_.erase(steps_.begin() + next);
   if (first > 0 && steps_[first].free == steps_[first - 1].free)
     steps_.erase(steps_.begin() + first);
 }
 
-void Profile::reserve(double at, double duration, int32_t procs) {
-  if (duration > 0) take(split(0, at), at + duration, procs);
+// A duration of 0, or one lost to rounding next to the start time, takes nothing.
+void Profile::reserve_now(int32_t procs, double duration) {
+  double until = steps_[0].time + duration;
+  if (!(until > steps_[0].time)) return;
+  auto next = std::lower_bound(steps_.begin() + 1, steps_.end(), until,
+                               [](const Step& s, double t) { return s.time < t; });
+  take(0, next - steps_.begin(), until, procs);
 }
 
 double Profile::reserve_earliest(int32_t procs, double duration) {
-  size_t i = earliest(procs, duration);
-  double at = steps_[i].time;
-  if (duration > 0) take(i, at + duration, procs);
+  auto [first, next] = earliest(procs, duration);
+  double at = steps_[first].time;
+  if (at + duration > at) take(first, next, at + duration, procs);
   return at;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace ddppo {
@@ -16,20 +17,25 @@ class Profile {
   void release(double at, int32_t procs);
   // Whether `procs` are free at the profile's start and over [start, start + duration).
   bool fits_now(int32_t procs, double duration) const;
-  // Takes `procs` over [at, at + duration).
-  void reserve(double at, double duration, int32_t procs);
+  // Takes `procs` over [start, start + duration).
+  void reserve_now(int32_t procs, double duration);
   // Takes `procs` for `duration` from the earliest step start at which they are free at that
   // instant and over all of [start, start + duration); returns that start.
   double reserve_earliest(int32_t procs, double duration);
 
- private:
   struct Step {
     double time;
     int32_t free;
   };
-  size_t earliest(int32_t procs, double duration) const;
-  size_t split(size_t from, double at);
-  void take(size_t first, double until, int32_t procs);
+  // The least free procs from the start on: the first step, then every step with fewer free
+  // procs than all before it. fits_now(procs, duration) holds iff every one of them that
+  // starts before start + duration holds procs: a few checks per job where many jobs are
+  // asked against one profile.
+  void lows(std::vector<Step>& out) const;
+
+ private:
+  std::pair<size_t, size_t> earliest(int32_t procs, double duration) const;
+  void take(size_t first, size_t next, double until, int32_t procs);
 
   std::vector<Step> steps_;
 };

@@ -28,6 +28,8 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   if (begin_ > end_) throw std::invalid_argument("window start is past the end of the trace");
   start_.assign(end_ - begin_, kNotStarted);
   waiting_by_procs_.assign(machine_ + 1, 0);
+  hopeful_.resize(end_ - begin_);
+  listed_.resize(end_ - begin_);
   cached_.resize(end_ - begin_);
   for (size_t j = begin_; j < end_; ++j) {
     if (w_.procs[j] <= 0 || w_.procs[j] > machine_ || !(w_.runtime[j] >= 0) ||
@@ -214,6 +216,17 @@ int32_t Simulator::pick_wfp3() const {
   });
 }
 
+// Orders runs of close WFP3 keys in sorted keyed jobs by the score.
+void Simulator::settle_runs(std::vector<Keyed>& keys) const {
+  if (policy_ != Policy::kWfp3) return;
+  for (auto first = keys.begin(); first != keys.end();) {
+    auto last = first + 1;
+    while (last != keys.end() && close_keys(last[-1].first, last->first)) ++last;
+    if (last - first > 1) settle(first, last);
+    first = last;
+  }
+}
+
 // Waiting jobs (given in queue order) into policy order at now.
 void Simulator::sort_by_policy(std::vector<int32_t>& jobs) const {
   if (policy_ == Policy::kFcfs) return;  // queue order already
@@ -221,44 +234,72 @@ void Simulator::sort_by_policy(std::vector<int32_t>& jobs) const {
   keys.reserve(jobs.size());
   for (int32_t j : jobs) keys.push_back(keyed(j));
   std::sort(keys.begin(), keys.end());
-  for (auto first = keys.begin(); first != keys.end();) {
-    auto last = first + 1;
-    while (last != keys.end() && close_keys(last[-1].first, last->first)) ++last;
-    if (last - first > 1) settle(first, last);
-    first = last;
-  }
+  settle_runs(keys);
   for (size_t i = 0; i < keys.size(); ++i) jobs[i] = keys[i].second;
 }
 
-// Starts producing the waiting jobs in policy order at now. The order is made lazily from
-// a heap: a conservative scan usually stops long before the last job.
-void Simulator::rank_queue() {
-  ranked_.clear();
-  next_ranked_ = 0;
-  heap_.clear();
-  if (policy_ == Policy::kFcfs) {  // queue order
-    for (int32_t j : queue_) ranked_.emplace_back(0, j);
-    return;
+namespace {
+// Sorts [first, last) by insertion, which is linear when it is nearly sorted; false, with the
+// range left unsorted, once more than `moves` elements would have moved.
+template <typename It>
+bool insertion_sort(It first, It last, size_t moves) {
+  for (It it = first; it != last; ++it) {
+    auto x = *it;
+    It hole = it;
+    for (; hole != first && x < hole[-1]; --hole, --moves) {
+      if (moves == 0) {
+        *hole = x;
+        return false;
+      }
+      *hole = hole[-1];
+    }
+    *hole = x;
   }
-  for (int32_t j : queue_) heap_.push_back(keyed(j));
-  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  return true;
+}
+}  // namespace
+
+// Brings ranked_ to the waiting jobs in policy order at now. It keeps the last scan's order:
+// between scans few jobs leave or arrive and few pairs of keys cross (WFP3 and UNICEP keys
+// move with the wait), so sorting it again by insertion is nearly linear.
+void Simulator::rerank() {
+  size_t kept = 0;
+  for (const Keyed& k : ranked_)
+    if (k.second != committed_ && std::isnan(start_[k.second - begin_])) ranked_[kept++] = k;
+  ranked_.resize(kept);
+  for (int32_t j : queue_)
+    if (!listed_[j - begin_]) listed_[j - begin_] = 1, ranked_.emplace_back(0, j);
+  for (Keyed& k : ranked_) k = keyed(k.second);
+  if (!insertion_sort(ranked_.begin(), ranked_.end(), 4 * ranked_.size() + 64))
+    std::sort(ranked_.begin(), ranked_.end());
+  settle_runs(ranked_);
 }
 
-// The next job in policy order, false after the last; close keys are taken as one run.
-bool Simulator::next_ranked(int32_t& job) {
-  if (next_ranked_ == ranked_.size()) {
-    if (heap_.empty()) return false;
-    ranked_.clear();
-    next_ranked_ = 0;
-    do {
-      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-      ranked_.push_back(heap_.back());
-      heap_.pop_back();
-    } while (!heap_.empty() && close_keys(ranked_.back().first, heap_.front().first));
-    if (ranked_.size() > 1) settle(ranked_.begin(), ranked_.end());
+// Marks in hopeful_ the waiting jobs that can start now beside the profile and, if there
+// are any, puts the waiting jobs into ranked_ in policy order at now; returns one past the
+// last hopeful job's position there (0 if none).
+size_t Simulator::rank_hopeful() {
+  // can_start_now() for every waiting job, from the profile's lows.
+  profile_.lows(lows_);
+  bool any = false;
+  for (int32_t j : queue_) {
+    const int32_t procs = w_.procs[j];
+    const double until = now_ + w_.requested_time[j];
+    bool fits = procs <= free_ && procs <= lows_[0].free;
+    for (size_t k = 1; fits && k < lows_.size() && lows_[k].time < until; ++k)
+      fits = lows_[k].free >= procs;
+    any |= hopeful_[j - begin_] = fits;
   }
-  job = ranked_[next_ranked_++].second;
-  return true;
+  if (!any) return 0;
+  if (policy_ == Policy::kFcfs) {  // queue order
+    ranked_.clear();
+    for (int32_t j : queue_) ranked_.emplace_back(0, j);
+  } else {
+    rerank();
+  }
+  size_t through = ranked_.size();
+  while (!hopeful_[ranked_[through - 1].second - begin_]) --through;
+  return through;
 }
 
 // EASY (Lifka 1995): the shadow time S is when the committed job H would fit if running
@@ -318,34 +359,30 @@ void Simulator::conservative_scan() {
   // Reservations only take procs away, so a job that cannot start now beside the
   // reservations made so far never starts in this scan: the "hopeful" jobs are those that
   // still might, and past the last of them in policy order nothing else can start.
-  std::vector<int32_t> hopeful;
-  for (int32_t j : queue_)
-    if (can_start_now(j)) hopeful.push_back(j);
-  if (hopeful.empty()) return;
-  sort_by_policy(hopeful);
-  rank_queue();
-  // hopeful[next] is the next hopeful job in policy order. `touched`: the earliest time the
-  // profile or the free procs changed since the last hopeful job was found still able to
-  // start; later changes leave it able to.
-  size_t next = 0;
+  // ranked_[end - 1] is the last hopeful job not yet found unable to start. `touched`: the
+  // earliest time the profile or the free procs changed since it was last found still able
+  // to start; later changes leave it able to.
+  size_t end = rank_hopeful();
   double touched = std::numeric_limits<double>::infinity();
-  for (int32_t j; next < hopeful.size() && next_ranked(j);) {
-    if (j == hopeful[next] && (++next, can_start_now(j))) {
+  for (size_t k = 0; k < end; ++k) {
+    int32_t j = ranked_[k].second;
+    if (hopeful_[j - begin_] && can_start_now(j)) {
       start(j);
-      if (w_.runtime[j] > 0) profile_.reserve(now_, w_.requested_time[j], w_.procs[j]);
+      if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], w_.requested_time[j]);
       touched = now_;
     } else {
       double at = profile_.reserve_earliest(w_.procs[j], w_.requested_time[j]);
       if (w_.requested_time[j] > 0) touched = std::min(touched, at);
     }
-    while (next < hopeful.size()) {
-      int32_t last = hopeful.back();
+    while (k + 1 < end) {
+      int32_t last = ranked_[end - 1].second;
       if (touched > now_ && touched >= now_ + w_.requested_time[last]) break;
       if (can_start_now(last)) {
         touched = std::numeric_limits<double>::infinity();
         break;
       }
-      hopeful.pop_back();
+      do --end;
+      while (end > k + 1 && !hopeful_[ranked_[end - 1].second - begin_]);
       touched = now_;  // the new last job has not been checked against what changed
     }
   }

@@ -78,9 +78,10 @@ class Simulator {
            std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
   }
   void settle(std::vector<Keyed>::iterator first, std::vector<Keyed>::iterator last) const;
+  void settle_runs(std::vector<Keyed>& keys) const;
   void sort_by_policy(std::vector<int32_t>& jobs) const;
-  void rank_queue();
-  bool next_ranked(int32_t& job);
+  void rerank();
+  size_t rank_hopeful();
   void waiting_count_add(int32_t procs, int32_t delta);
   int32_t waiting_fitting() const;
   bool can_start_now(int32_t job) const;
@@ -107,9 +108,11 @@ class Simulator {
   // Fenwick tree over procs of the number of waiting jobs (committed one included): a scan
   // can start nothing unless some waiting job needs at most the free procs.
   std::vector<int32_t> waiting_by_procs_;
-  // rank_queue()'s heap of keyed jobs, and those popped but not yet taken by next_ranked().
-  std::vector<Keyed> heap_, ranked_;
-  size_t next_ranked_ = 0;
+  // The waiting jobs in policy order as of the last conservative scan; per job, whether it
+  // was hopeful when that scan began and whether it has ever joined ranked_.
+  std::vector<Keyed> ranked_;
+  std::vector<char> hopeful_, listed_;
+  std::vector<Profile::Step> lows_;  // the profile's lows() as a scan begins
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
 };
 
