@@ -23,7 +23,9 @@ POLICIES = ("mlp", "attention", "gtrxl", "dual")
 class JobScoringMLP(nn.Module):
     """RLScheduler's kernel design (Zhang et al., SC'20): one small network scores every job
     slot from its features and the cluster's, so the policy is independent of slot order
-    and size; the value head reads the mean of the valid slots' hidden features."""
+    and size; the value head reads the mean of the valid slots' hidden features. Only the
+    valid slots are computed (a window's queue rarely fills its slots); the others' logits
+    are 0, which the masked distribution ignores."""
 
     def __init__(
         self, hidden: int = 32, slot_features: int = JOB_FEATURES, cluster: int = CLUSTER_FEATURES
@@ -41,10 +43,12 @@ class JobScoringMLP(nn.Module):
         )
 
     def forward(self, jobs, cluster, mask):
-        slots = jobs.shape[1]
-        x = torch.cat([jobs, cluster.unsqueeze(1).expand(-1, slots, -1)], dim=-1)
-        h = self.encode(x)
-        return self.score(h).squeeze(-1), self.value(pooled(h, mask, cluster)).squeeze(-1)
+        rows = mask.nonzero()[:, 0]  # the environment of each valid slot
+        h = self.encode(torch.cat([jobs[mask], cluster[rows]], dim=-1))
+        logits = jobs.new_zeros(mask.shape).masked_scatter(mask, self.score(h).squeeze(-1))
+        total = h.new_zeros(len(mask), h.shape[1]).index_add(0, rows, h)
+        mean = total / mask.sum(1, keepdim=True).clamp(min=1)
+        return logits, self.value(torch.cat([mean, cluster], dim=-1)).squeeze(-1)
 
 
 class AttentionPolicy(nn.Module):
