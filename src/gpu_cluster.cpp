@@ -239,24 +239,37 @@ std::vector<double> GpuCluster::attained_service() const {
   return service;
 }
 
-size_t GpuCluster::order_position(GpuOrder order) const {
-  if (queue_.empty()) throw std::invalid_argument("no waiting job");
-  if (order == GpuOrder::kFifo) return 0;
-  std::vector<double> key(queue_.size());
+std::vector<double> GpuCluster::order_keys(GpuOrder order) const {
+  std::vector<double> key(queue_.size(), 0);
   if (order == GpuOrder::kSrtf) {
     for (size_t k = 0; k < queue_.size(); ++k) key[k] = jobs_.runtime[queue_[k]];
-  } else {
+  } else if (order == GpuOrder::kLas) {
     std::vector<double> service = attained_service();
     for (size_t k = 0; k < queue_.size(); ++k) key[k] = service[jobs_.user[queue_[k]]];
   }
+  return key;  // fifo: all equal, so the queue order decides
+}
+
+size_t GpuCluster::order_position(GpuOrder order) const {
+  if (queue_.empty()) throw std::invalid_argument("no waiting job");
+  if (order == GpuOrder::kFifo) return 0;
+  std::vector<double> key = order_keys(order);
   return static_cast<size_t>(std::min_element(key.begin(), key.end()) - key.begin());
 }
 
-std::vector<int32_t> GpuCluster::best_fit_plan(int32_t g) const {
+std::vector<size_t> GpuCluster::order_ranking(GpuOrder order) const {
+  std::vector<double> key = order_keys(order);
+  std::vector<size_t> rank(queue_.size());
+  std::iota(rank.begin(), rank.end(), size_t{0});
+  std::stable_sort(rank.begin(), rank.end(), [&](size_t a, size_t b) { return key[a] < key[b]; });
+  return rank;
+}
+
+std::vector<int32_t> GpuCluster::best_fit_plan(int32_t job, int32_t g) const {
   const int32_t m_count = static_cast<int32_t>(topo_.machines());
   std::vector<int32_t> slot(m_count), rack_slots(topo_.racks, 0), order(m_count);
   for (int32_t m = 0; m < m_count; ++m) {
-    slot[m] = slots(m, head_);
+    slot[m] = slots(m, job);
     rack_slots[topo_.rack[m]] += slot[m];
   }
   std::iota(order.begin(), order.end(), 0);
@@ -283,13 +296,17 @@ std::vector<int32_t> GpuCluster::best_fit_plan(int32_t g) const {
   return plan;
 }
 
+double GpuCluster::best_fit_cost(int32_t job) const {
+  return fits(job) ? comm_cost(best_fit_plan(job, jobs_.gpus[job])) : 0;
+}
+
 int32_t GpuCluster::placement_gpu(GpuPlacement placement) {
   if (phase_ != Phase::kPlace) throw std::invalid_argument("no job to place");
   if (placement == GpuPlacement::kBestFit) {
     if (plan_.size() <= chosen_.size() ||
         !std::equal(chosen_.begin(), chosen_.end(), plan_.begin())) {
       plan_ = chosen_;  // a partial placement by someone else: plan the rest
-      std::vector<int32_t> rest = best_fit_plan(jobs_.gpus[head_] - chosen_.size());
+      std::vector<int32_t> rest = best_fit_plan(head_, jobs_.gpus[head_] - chosen_.size());
       plan_.insert(plan_.end(), rest.begin(), rest.end());
     }
     return plan_[chosen_.size()];

@@ -71,6 +71,9 @@ class GpuCluster {
 
   // The heuristics' decisions in the current state.
   size_t order_position(GpuOrder order) const;
+  // Every waiting job's queue position, in the ordering's order (ties by position): the
+  // first is order_position(order).
+  std::vector<size_t> order_ranking(GpuOrder order) const;
   int32_t placement_gpu(GpuPlacement placement);  // random draws advance the counter
   // Runs the window with heuristics to the end.
   void run(GpuOrder order, GpuPlacement placement);
@@ -79,6 +82,12 @@ class GpuCluster {
   double comm_cost(const std::vector<int32_t>& gpus) const;
   // Mean link cost from `gpu` to the head's chosen GPUs (0 when none is chosen).
   double link_to_chosen(int32_t gpu) const;
+  // best_fit's placement of the head (chosen GPUs first) as last planned by
+  // placement_gpu(kBestFit); empty before that.
+  const std::vector<int32_t>& best_fit_planned() const { return plan_; }
+  // The communication cost of best_fit's placement of waiting job `job` if it started now
+  // (0 when it does not fit now).
+  double best_fit_cost(int32_t job) const;
 
   // State for observations.
   const Topology& topology() const { return topo_; }
@@ -107,7 +116,8 @@ class GpuCluster {
   double share_cpu(int32_t job) const { return jobs_.cpu[job] / jobs_.gpus[job]; }
   double share_mem(int32_t job) const { return jobs_.mem[job] / jobs_.gpus[job]; }
   std::vector<double> attained_service() const;
-  std::vector<int32_t> best_fit_plan(int32_t g) const;
+  std::vector<double> order_keys(GpuOrder order) const;  // per waiting job
+  std::vector<int32_t> best_fit_plan(int32_t job, int32_t g) const;
 
   GpuJobs jobs_;
   Topology topo_;

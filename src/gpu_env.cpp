@@ -42,12 +42,30 @@ void GpuBatchEnv::start_episode(Env& e) {
 void GpuBatchEnv::start_window(Env& e, size_t begin, uint64_t seed) {
   e.begin = begin;
   e.sim.emplace(jobs_, topo_, begin, begin + config_.window_jobs, seed);
+  e.base_job.clear();
+  e.base_makespan = 0;
+  if (config_.baseline) {  // the heuristic on the same window, with the same random draws
+    GpuCluster h(jobs_, topo_, begin, begin + config_.window_jobs, seed);
+    h.run(config_.order, *config_.baseline);
+    for (size_t k = 0; k < config_.window_jobs; ++k) e.base_job.push_back(job_term(h, k));
+    e.base_makespan = compute_gpu_metrics(h).makespan;
+  }
   settle(e);
 }
 
+// Runs the heuristic ordering in placement mode; then prepares what the observation shows:
+// best_fit's plan of a placement step, the ranking of an ordering step.
 void GpuBatchEnv::settle(Env& e) {
-  while (!config_.dual && e.sim->phase() == GpuCluster::Phase::kOrder)
-    e.sim->commit(e.sim->order_position(config_.order));
+  GpuCluster& s = *e.sim;
+  while (!config_.dual && s.phase() == GpuCluster::Phase::kOrder)
+    s.commit(s.order_position(config_.order));
+  if (s.phase() == GpuCluster::Phase::kPlace) s.placement_gpu(GpuPlacement::kBestFit);
+  if (s.phase() == GpuCluster::Phase::kOrder) e.ranking = s.order_ranking(config_.order);
+}
+
+double GpuBatchEnv::job_term(const GpuCluster& s, size_t k) const {
+  double jct = s.end_times()[k] - jobs_.submit[s.begin() + k];
+  return config_.w_jct * jct / kHour + config_.w_comm * s.comm_costs()[k] / topo_.link_cross;
 }
 
 void GpuBatchEnv::begin_at(size_t i, size_t start) {
@@ -68,12 +86,14 @@ void GpuBatchEnv::reset(GpuOutputs out) {
 }
 
 // The reward of one action: a started job brings -(w_jct JCT / 1 h + w_comm cost /
-// link_cross) / window_jobs, so an episode's rewards add up to minus the weighted averages.
+// link_cross) / window_jobs, so an episode's rewards add up to minus the weighted averages;
+// with a baseline, minus the same job's term under the baseline.
 float GpuBatchEnv::act(Env& e, int32_t action) {
   GpuCluster& s = *e.sim;
   if (s.phase() == GpuCluster::Phase::kOrder) {
-    bool valid = action >= 0 && static_cast<size_t>(action) < s.waiting().size();
-    s.commit(valid ? action : 0);
+    size_t shown = std::min(config_.max_queue, e.ranking.size());
+    bool valid = action >= 0 && static_cast<size_t>(action) < shown;
+    s.commit(e.ranking[valid ? action : 0]);
     settle(e);
     return 0;
   }
@@ -83,10 +103,8 @@ float GpuBatchEnv::act(Env& e, int32_t action) {
   settle(e);
   if (!last) return 0;
   size_t k = job - e.begin;
-  double jct = s.end_times()[k] - jobs_.submit[job];
-  double cost = s.comm_costs()[k] / topo_.link_cross;
-  return static_cast<float>(-(config_.w_jct * jct / kHour + config_.w_comm * cost) /
-                            config_.window_jobs);
+  double base = e.base_job.empty() ? 0 : e.base_job[k];
+  return static_cast<float>(-(job_term(s, k) - base) / config_.window_jobs);
 }
 
 void GpuBatchEnv::step(const int32_t* actions, GpuOutputs out) {
@@ -111,7 +129,7 @@ float GpuBatchEnv::finish_episode(const Env& e, double* metrics) const {
   metrics[2] = m.avg_comm_cost;
   metrics[3] = m.gpu_utilization;
   metrics[4] = m.avg_queue_delay;
-  return static_cast<float>(-config_.w_makespan * m.makespan / kHour);
+  return static_cast<float>(-config_.w_makespan * (m.makespan - e.base_makespan) / kHour);
 }
 
 void GpuBatchEnv::restore(size_t i, uint64_t episode, const std::vector<int32_t>& actions) {
@@ -135,9 +153,15 @@ void GpuBatchEnv::observe(GpuOutputs out) {
 void GpuBatchEnv::heuristic_actions(GpuOrder order, GpuPlacement placement, int32_t* actions) {
   for (size_t i = 0; i < envs_.size(); ++i) {
     GpuCluster& s = *envs_[i].sim;
-    actions[i] = s.phase() == GpuCluster::Phase::kOrder
-                     ? static_cast<int32_t>(s.order_position(order))
-                     : s.placement_gpu(placement);
+    if (s.phase() == GpuCluster::Phase::kPlace) {
+      actions[i] = s.placement_gpu(placement);
+      continue;
+    }
+    // The slot that shows the heuristic's pick; -1 when the slots do not show it.
+    const std::vector<size_t>& shown = envs_[i].ranking;
+    size_t n = std::min(config_.max_queue, shown.size());
+    auto at = std::find(shown.begin(), shown.begin() + n, s.order_position(order));
+    actions[i] = at == shown.begin() + n ? -1 : static_cast<int32_t>(at - shown.begin());
   }
 }
 
@@ -164,15 +188,16 @@ void GpuBatchEnv::observe(const Env& e, size_t i, GpuOutputs out) const {
   if (place)
     observe_gpus(s, slot, mask);
   else
-    observe_jobs(s, slot, mask);
+    observe_jobs(s, e.ranking, slot, mask);
 }
 
-void GpuBatchEnv::observe_jobs(const GpuCluster& s, float* slot, uint8_t* mask) const {
+void GpuBatchEnv::observe_jobs(const GpuCluster& s, const std::vector<size_t>& ranking, float* slot,
+                               uint8_t* mask) const {
   const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(config_.max_queue, queue.size());
   const double gpus = static_cast<double>(topo_.total_gpus());
   for (size_t k = 0; k < visible; ++k) {
-    int32_t j = queue[k];
+    int32_t j = queue[ranking[k]];
     float* f = slot + k * kGpuSlotFeatures;
     f[0] = time_feature(s.now() - jobs_.submit[j]);
     f[1] = time_feature(jobs_.runtime[j]);
@@ -180,16 +205,27 @@ void GpuBatchEnv::observe_jobs(const GpuCluster& s, float* slot, uint8_t* mask) 
     f[3] = s.fits(j) ? 1.0f : 0.0f;
     f[4] = time_feature(jobs_.runtime[j] * jobs_.gpus[j]);
     f[5] = static_cast<float>(k) / config_.max_queue;
+    f[6] = static_cast<float>(s.best_fit_cost(j) / topo_.link_cross);
     f[7] = 1.0f;
+    f[8] = k == 0 ? 1.0f : 0.0f;
+    f[9] = static_cast<float>(ranking[k]) / static_cast<float>(queue.size());
     mask[k] = 1;
   }
 }
 
 void GpuBatchEnv::observe_gpus(const GpuCluster& s, float* slot, uint8_t* mask) const {
   const int32_t head = s.head(), g = jobs_.gpus[head];
+  const int32_t rest = g - static_cast<int32_t>(s.chosen().size());
   const double machines = static_cast<double>(topo_.machines());
-  std::vector<uint8_t> chosen(topo_.total_gpus(), 0);
+  std::vector<uint8_t> chosen(topo_.total_gpus(), 0), planned(topo_.total_gpus(), 0);
   for (int32_t c : s.chosen()) chosen[c] = 1;
+  const std::vector<int32_t>& plan = s.best_fit_planned();
+  for (size_t k = s.chosen().size(); k < plan.size(); ++k) planned[plan[k]] = 1;
+  std::vector<double> rack_free(topo_.racks, 0), rack_gpus(topo_.racks, 0);
+  for (size_t m = 0; m < topo_.machines(); ++m) {
+    rack_free[topo_.rack[m]] += s.free_gpus(static_cast<int32_t>(m));
+    rack_gpus[topo_.rack[m]] += topo_.gpus[m];
+  }
   for (size_t i = 0; i < topo_.total_gpus(); ++i) {
     int32_t gpu = static_cast<int32_t>(i), m = topo_.machine_of[i], job = s.gpu_job(gpu);
     float* f = slot + i * kGpuSlotFeatures;
@@ -202,6 +238,9 @@ void GpuBatchEnv::observe_gpus(const GpuCluster& s, float* slot, uint8_t* mask) 
     f[5] = static_cast<float>(s.link_to_chosen(gpu) / topo_.link_cross);
     f[6] = job >= 0 && job != head ? time_feature(s.end_times()[job - s.begin()] - s.now()) : 0;
     f[7] = static_cast<float>((m + 0.5) / machines);
+    f[8] = planned[i];
+    f[9] = static_cast<float>(rack_free[topo_.rack[m]] / rack_gpus[topo_.rack[m]]);
+    f[10] = s.slots(m, head) >= rest ? 1.0f : 0.0f;
   }
 }
 

@@ -13,7 +13,7 @@
 
 namespace ddppo {
 
-constexpr size_t kGpuSlotFeatures = 8;
+constexpr size_t kGpuSlotFeatures = 11;
 constexpr size_t kGpuGlobalFeatures = 7;
 constexpr size_t kGpuEpisodeMetrics = 5;  // avg_jct, makespan, avg_comm_cost, util, delay
 
@@ -23,6 +23,9 @@ struct GpuEnvConfig {
   bool dual;         // false: the ordering is the heuristic `order`
   GpuOrder order;
   double w_jct, w_makespan, w_comm;  // reward weights
+  // With a placement heuristic: rewards relative to `order` + that placement on the same
+  // window (docs/gpu.md, "Environments").
+  std::optional<GpuPlacement> baseline;
 };
 
 struct GpuOutputs {
@@ -55,14 +58,21 @@ class GpuBatchEnv {
     uint64_t seed = 0, episode = 0;
     size_t begin = 0;
     std::optional<GpuCluster> sim;
+    // The baseline's per-job reward terms on this window and its makespan (empty and 0
+    // without a baseline).
+    std::vector<double> base_job;
+    double base_makespan = 0;
+    std::vector<size_t> ranking;  // ordering steps: the waiting jobs shown, by `order`
   };
   void start_episode(Env& e);
   void start_window(Env& e, size_t begin, uint64_t seed);
   void settle(Env& e);  // runs the heuristic ordering in placement mode
   float act(Env& e, int32_t action);
+  double job_term(const GpuCluster& s, size_t k) const;  // a started job's reward term
   float finish_episode(const Env& e, double* metrics) const;
   void observe(const Env& e, size_t i, GpuOutputs out) const;
-  void observe_jobs(const GpuCluster& s, float* slots, uint8_t* mask) const;
+  void observe_jobs(const GpuCluster& s, const std::vector<size_t>& ranking, float* slots,
+                    uint8_t* mask) const;
   void observe_gpus(const GpuCluster& s, float* slots, uint8_t* mask) const;
 
   GpuJobs jobs_;

@@ -68,6 +68,10 @@ class PPOConfig:
     value_coef: float = 0.5
     entropy_coef: float = 0.01
     max_grad_norm: float = 0.5
+    # the first updates copy the environment's heuristic (HPC: the backfill order's pick;
+    # GPU: gpu.order + best_fit): rollouts follow it and the loss is its cross-entropy plus
+    # the value loss (behaviour cloning); they count in `updates`
+    imitation_updates: int = 0
 
 
 @dataclass
@@ -104,9 +108,16 @@ class GpuConfig:
     speed_seed: int = 0
     load: float = 0.9  # offered load of the synthetic DL jobs
     holdout_jobs: int = 4096  # the trace's last jobs, kept out of training for evaluation
+    # the jobs just before the held-out ones, also kept out of training: settings are
+    # chosen on them (`evaluate --validation`), so that the held-out score stays unbiased
+    validation_jobs: int = 0
     w_jct: float = 1.0  # reward weights: average JCT (hours)
     w_makespan: float = 0.0  # makespan (hours)
     w_comm: float = 0.1  # average communication cost (per cross-rack link cost)
+    # none, or a placement heuristic (first_fit | best_fit | random): rewards become the
+    # difference to `order` + that placement on the same window, job by job (less
+    # variance, same optimum)
+    reward_baseline: str = "none"
 
 
 @dataclass
@@ -131,6 +142,7 @@ CHOICES = {
     ("policy", "name"): ("mlp", "attention", "gtrxl", "dual"),
     ("gpu", "mode"): ("off", "placement", "dual"),
     ("gpu", "order"): ("fifo", "srtf", "las"),
+    ("gpu", "reward_baseline"): ("none", "first_fit", "best_fit", "random"),
     ("run", "device"): ("auto", "cpu", "cuda"),
 }
 POSITIVE = {
@@ -193,6 +205,8 @@ def _validate(config: TrainConfig) -> None:
             f"'env.dense_reward' needs 'env.reward' bsld or wait (a sum over jobs), "
             f"not {config.env.reward}"
         )
+    if config.ppo.imitation_updates < 0:
+        raise ConfigError("'ppo.imitation_updates' must be at least 0")
     if config.dist.slow_factor < 1:
         raise ConfigError("'dist.slow_factor' must be at least 1")
     if not 0 < config.dist.sync_frac <= 1 or not 0 < config.dist.min_rollout_frac <= 1:

@@ -213,9 +213,12 @@ def gpu_table(checkpoint: dict, args: argparse.Namespace) -> None:
     config = from_dict(checkpoint["config"])
     if args.trace or args.out:
         raise ValueError("--trace and --out do not apply to a GPU-mode run")
+    if args.validation and config.data.trace != "synthetic" and not config.gpu.validation_jobs:
+        raise ValueError("--validation: the run kept no validation jobs (gpu.validation_jobs)")
     policy = build_policy(config.policy, SLOT_FEATURES, GLOBAL_FEATURES)
     policy.load_state_dict(checkpoint["model"])
-    rows = gpu_training.compare(config, policy, args.windows)
+    windows = args.windows or config.run.eval_windows
+    rows = gpu_training.compare(config, policy, windows, args.validation)
     print("".join(f"{k:>16}" for k in rows[0]))
     for row in rows:
         print("".join(f"{v:>16.3f}" if isinstance(v, float) else f"{v:>16}" for v in row.values()))
@@ -276,6 +279,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed of the window starts (default 0)")
     p.add_argument("--full", action="store_true", help="one window: the whole trace")
     p.add_argument("--out", metavar="RESULTS.h5", help="write the HDF5 results file")
+    p.add_argument(
+        "--validation",
+        action="store_true",
+        help="GPU runs: compare on the validation jobs (gpu.validation_jobs), not the held-out",
+    )
     args = p.parse_args(argv)
     if (args.windows is None) != (args.jobs is None):
         p.error("--windows and --jobs go together")

@@ -33,7 +33,7 @@ from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.io import atomic_write
 from ddppo_hpc.metrics_log import MetricsLog
 from ddppo_hpc.policy import build_policy, decide, initial_memory, reset_ended
-from ddppo_hpc.rl import RolloutStorage, gae, ppo_loss
+from ddppo_hpc.rl import RolloutStorage, gae, imitation_loss, ppo_loss
 
 
 def rank_trace(config: TrainConfig, rank: int, size: int) -> Trace:
@@ -115,9 +115,17 @@ class Trainer:
             # On the CPU with this rank's generator: reproducible, and saved in checkpoints.
             return torch.multinomial(dist.probs, 1, generator=self.generator).squeeze(1)
 
+        pick = sample
+        if self.imitating():  # the rollout follows the teacher
+            teacher = torch.from_numpy(self.env.heuristic_actions()).long().clamp(min=0)
+            pick = lambda dist: teacher  # noqa: E731
         memory = self.memory
-        actions, dist, values, self.memory = decide(self.policy, self.observe(obs), memory, sample)
+        actions, dist, values, self.memory = decide(self.policy, self.observe(obs), memory, pick)
         return actions, dist.log_prob(actions), values, memory
+
+    def imitating(self) -> bool:
+        """Whether this update copies the environment's heuristic (ppo.imitation_updates)."""
+        return self.update < self.config.ppo.imitation_updates
 
     @torch.no_grad()
     def rollout(self) -> dict:
@@ -176,13 +184,13 @@ class Trainer:
             order = torch.randperm(samples, generator=self.generator)
             for part in order.chunk(ppo.minibatches):
                 began = time.perf_counter()
-                loss, st = ppo_loss(
-                    self.policy,
-                    {k: v[part].to(self.ctx.device) for k, v in batch.items()},
-                    ppo.clip,
-                    ppo.value_coef,
-                    ppo.entropy_coef,
-                )
+                minibatch = {k: v[part].to(self.ctx.device) for k, v in batch.items()}
+                if self.imitating():
+                    loss, st = imitation_loss(self.policy, minibatch, ppo.value_coef)
+                else:
+                    loss, st = ppo_loss(
+                        self.policy, minibatch, ppo.clip, ppo.value_coef, ppo.entropy_coef
+                    )
                 self.optimizer.zero_grad()
                 loss.backward()
                 self.stall(time.perf_counter() - began)

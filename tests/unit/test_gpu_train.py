@@ -4,6 +4,7 @@ checks, a tiny dual-agent run and its comparison with the heuristics."""
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 from simhelpers import TINY_GPU
@@ -11,8 +12,9 @@ from simhelpers import TINY_GPU
 from ddppo_hpc.config import ConfigError, load_config
 from ddppo_hpc.dist import context
 from ddppo_hpc.gpu import training
+from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
 from ddppo_hpc.policy import DualPolicy
-from ddppo_hpc.train import train
+from ddppo_hpc.train import Trainer, train
 
 
 @pytest.mark.parametrize(
@@ -24,6 +26,8 @@ from ddppo_hpc.train import train
         (["gpu.mode=sharing"], "'gpu.mode' must be one of off, placement, dual"),
         (["gpu.order=sjf"], "'gpu.order' must be one of fifo, srtf, las"),
         (["gpu.racks=0"], "'gpu.racks' must be positive"),
+        (["gpu.reward_baseline=fifo"], "'gpu.reward_baseline' must be one of none, first_fit"),
+        (["ppo.imitation_updates=-1"], "'ppo.imitation_updates' must be at least 0"),
     ],
 )
 def test_config_errors(overrides, message):
@@ -37,14 +41,40 @@ def test_cluster_and_holdout_errors():
         training.cluster_of(config)
     config = load_config(None, [*TINY_GPU, "gpu.mode=placement", "gpu.holdout_jobs=790"])
     cluster = training.cluster_of(config)
-    with pytest.raises(ConfigError, match="leaves no training window in 800 jobs"):
+    with pytest.raises(ConfigError, match="leave no training window in 800 jobs"):
         training.split(config, training.workload_of(config, cluster, 0))
+
+
+def test_validation_jobs_come_before_the_held_out_ones():
+    config = load_config(None, [*TINY_GPU, "gpu.holdout_jobs=100", "gpu.validation_jobs=50"])
+    jobs = training.workload_of(config, training.cluster_of(config), 0)
+    train, valid, held = training.split(config, jobs)
+    assert (len(train), len(valid), len(held)) == (len(jobs) - 150, 50, 100)
+    assert valid.id[0] == jobs.id[len(jobs) - 150] and held.id[0] == jobs.id[len(jobs) - 100]
+
+
+def test_imitation_updates_follow_and_copy_the_heuristic(tmp_path):
+    overrides = [*TINY_GPU, "gpu.mode=placement", "ppo.imitation_updates=1"]
+    config = load_config(None, overrides)
+    trainer = Trainer(config, context.init("cpu"), tmp_path)
+    env = training.make_env(config, 0, 1)
+    env.reset()
+    expected = []
+    for _ in range(config.ppo.rollout_steps):
+        expected.append(env.heuristic_actions("srtf", "best_fit"))
+        env.step(expected[-1])
+    rollout = trainer.rollout()
+    assert np.array_equal(trainer.storage.actions.numpy(), np.stack(expected))
+    stats = trainer.learn(rollout["last_value"])
+    assert stats["policy_loss"] > 0 and stats["approx_kl"] == 0  # a cross-entropy
+    trainer.update = 1
+    assert not trainer.imitating()
 
 
 def test_dual_training_updates_both_networks(tmp_path):
     config = load_config(None, [*TINY_GPU, "gpu.mode=dual", "policy.name=dual"])
     torch.manual_seed(config.run.seed)
-    before = DualPolicy(config.policy.hidden, 8, 7).state_dict()
+    before = DualPolicy(config.policy.hidden, SLOT_FEATURES, GLOBAL_FEATURES).state_dict()
     trainer = train(config, context.init("cpu"), tmp_path, resume=False)
     after = trainer.policy.state_dict()
     assert trainer.update == 2

@@ -31,9 +31,12 @@ class VecGpuEnv(VecSchedulingEnv):
     storage serve both: `jobs` holds the S = max(max_queue, GPUs) slots ([B, S,
     SLOT_FEATURES]: waiting jobs in an ordering step, GPUs in a placement step),
     `cluster` the global features ([B, GLOBAL_FEATURES], feature 0 = 1 in a placement
-    step) and `action_mask` the valid slots. Rewards: per started job, -(w_jct * JCT /
-    1 h + w_comm * comm cost / link_cross) / window_jobs; at the end, -w_makespan *
-    makespan / 1 h. Episode ends, state() and load_state() work as in VecSchedulingEnv.
+    step) and `action_mask` the valid slots; an ordering step shows the waiting jobs in
+    `order`'s order. Rewards: per started job, -(w_jct * JCT / 1 h + w_comm * comm cost /
+    link_cross) / window_jobs; at the end, -w_makespan * makespan / 1 h. With `baseline`
+    (a placement heuristic), each term is taken relative to the same job's (the window's)
+    under `order` + `baseline` on the same window. Episode ends, state() and load_state()
+    work as in VecSchedulingEnv.
     """
 
     METRICS = GPU_EPISODE_METRICS
@@ -50,12 +53,14 @@ class VecGpuEnv(VecSchedulingEnv):
         order: str = "srtf",
         weights: tuple[float, float, float] = (1.0, 0.0, 0.1),
         seed: int = 0,
+        baseline: str = "none",
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
         if mode not in MODES:
             raise ValueError(f"unknown GPU mode '{mode}' (choose from {', '.join(MODES)})")
         self.workload, self.num_envs, self.window_jobs = workload, num_envs, window_jobs
+        self.order = order
         self._core = _core.GpuBatchEnv(
             *workload.core_columns(),
             cluster.core(),
@@ -64,6 +69,7 @@ class VecGpuEnv(VecSchedulingEnv):
             mode == "dual",
             order,
             *weights,
+            baseline,
             [seed + i for i in range(num_envs)],
         )
         s = self._core.slots
@@ -72,8 +78,13 @@ class VecGpuEnv(VecSchedulingEnv):
         steps = window_jobs * (1 + int(workload.gpus.max()))
         self._allocate(s, SLOT_FEATURES, GLOBAL_FEATURES, steps)
 
-    def heuristic_actions(self, order: str = "srtf", placement: str = "best_fit") -> np.ndarray:
-        """The heuristics' action in each environment's current step."""
+    def heuristic_actions(
+        self, order: str | None = None, placement: str = "best_fit"
+    ) -> np.ndarray:
+        """The heuristics' action in each environment's current step (an ordering step: the
+        slot showing `order`'s pick, -1 when no slot shows it); `order` defaults to the
+        environment's."""
+        order = order or self.order
         actions = np.zeros(self.num_envs, dtype=np.int32)
         self._core.heuristic_actions(order, placement, actions)
         return actions

@@ -41,15 +41,19 @@ def workload_of(config: TrainConfig, cluster: Cluster, seed: int) -> GpuWorkload
     return load([data.trace]).fitted(cluster.machines)
 
 
-def split(config: TrainConfig, workload: GpuWorkload) -> tuple[GpuWorkload, GpuWorkload]:
-    """(training jobs, the last `gpu.holdout_jobs` held out)."""
-    held = config.gpu.holdout_jobs
-    if not 0 <= held < len(workload) - config.env.window_jobs:
+def split(
+    config: TrainConfig, workload: GpuWorkload
+) -> tuple[GpuWorkload, GpuWorkload, GpuWorkload]:
+    """(training jobs, the `gpu.validation_jobs` before the held-out ones, the last
+    `gpu.holdout_jobs` held out): neither of the last two is trained on."""
+    held, valid = config.gpu.holdout_jobs, config.gpu.validation_jobs
+    if held < 0 or valid < 0 or held + valid >= len(workload) - config.env.window_jobs:
         raise ConfigError(
-            f"'gpu.holdout_jobs' {held} leaves no training window in {len(workload)} jobs"
+            f"'gpu.holdout_jobs' {held} and 'gpu.validation_jobs' {valid} leave no training "
+            f"window in {len(workload)} jobs"
         )
-    cut = len(workload) - held
-    return workload.slice(0, cut), workload.slice(cut, len(workload))
+    cut, end = len(workload) - held - valid, len(workload) - held
+    return workload.slice(0, cut), workload.slice(cut, end), workload.slice(end, len(workload))
 
 
 def make_env(config: TrainConfig, rank: int, size: int) -> VecGpuEnv:
@@ -69,7 +73,16 @@ def env_for(config: TrainConfig, jobs: GpuWorkload, cluster: Cluster, num_envs: 
     g, env = config.gpu, config.env
     weights = (g.w_jct, g.w_makespan, g.w_comm)
     return VecGpuEnv(
-        jobs, cluster, num_envs, env.window_jobs, env.max_queue, g.mode, g.order, weights, seed
+        jobs,
+        cluster,
+        num_envs,
+        env.window_jobs,
+        env.max_queue,
+        g.mode,
+        g.order,
+        weights,
+        seed,
+        g.reward_baseline,
     )
 
 
@@ -88,14 +101,17 @@ def greedy_episode(policy: torch.nn.Module, env: VecGpuEnv, first: int) -> dict:
             return {name: float(info[name][0]) for name in GPU_EPISODE_METRICS}
 
 
-def compare(config: TrainConfig, policy: torch.nn.Module, windows: int | None) -> list[dict]:
+def compare(
+    config: TrainConfig, policy: torch.nn.Module, windows: int | None, validation: bool = False
+) -> list[dict]:
     """The policy against every heuristic pair on consecutive held-out windows of
-    `env.window_jobs` jobs: rows of mean metrics over the windows."""
+    `env.window_jobs` jobs (with `validation`: on the validation jobs instead): rows of mean
+    metrics over the windows."""
     cluster = cluster_of(config)
     if config.data.trace == "synthetic":
-        held = workload_of(config, cluster, HELD_OUT_SEED)
+        held = workload_of(config, cluster, HELD_OUT_SEED + validation)
     else:
-        held = split(config, workload_of(config, cluster, 0))[1]
+        held = split(config, workload_of(config, cluster, 0))[2 - validation]
     n = config.env.window_jobs
     firsts = list(range(0, len(held) - n + 1, n))[:windows]
     if not firsts:

@@ -95,6 +95,20 @@ def masked_distribution(logits: torch.Tensor, mask: torch.Tensor) -> Categorical
     return Categorical(logits=logits.masked_fill(~mask, torch.finfo(logits.dtype).min))
 
 
+def imitation_loss(
+    policy, batch: dict[str, torch.Tensor], value_coef: float
+) -> tuple[torch.Tensor, PPOStats]:
+    """Behaviour cloning on one minibatch: the cross-entropy of the stored actions (a
+    teacher's), with the value loss on the teacher's returns."""
+    memory = [batch["memory"]] if "memory" in batch else []
+    logits, values = policy(batch["jobs"], batch["cluster"], batch["mask"], *memory)[:2]
+    dist = masked_distribution(logits, batch["mask"])
+    policy_loss = -dist.log_prob(batch["actions"]).mean()
+    value_loss = 0.5 * (values - batch["returns"]).pow(2).mean()
+    stats = PPOStats(policy_loss.item(), value_loss.item(), dist.entropy().mean().item(), 0.0, 0.0)
+    return policy_loss + value_coef * value_loss, stats
+
+
 def ppo_loss(
     policy, batch: dict[str, torch.Tensor], clip: float, value_coef: float, entropy_coef: float
 ) -> tuple[torch.Tensor, PPOStats]:
