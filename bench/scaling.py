@@ -21,9 +21,9 @@ import h5py
 import numpy as np
 
 WORK = [
-    "env.num_envs=16",
+    "env.num_envs=32",
     "env.window_jobs=256",
-    "env.max_queue=64",
+    "env.max_queue=128",
     "ppo.rollout_steps=64",
     "data.synthetic_jobs=20000",
     "run.checkpoint_every=1000",
