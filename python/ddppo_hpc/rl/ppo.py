@@ -95,16 +95,24 @@ def masked_distribution(logits: torch.Tensor, mask: torch.Tensor) -> Categorical
     return Categorical(logits=logits.masked_fill(~mask, torch.finfo(logits.dtype).min))
 
 
+def _evaluate(
+    policy, batch: dict[str, torch.Tensor]
+) -> tuple[Categorical, torch.Tensor, torch.Tensor]:
+    """The policy on a minibatch: (distribution, log-probabilities of the stored actions,
+    the value loss). A recurrent policy gets the stored memory of each sample."""
+    memory = [batch["memory"]] if "memory" in batch else []
+    logits, values = policy(batch["jobs"], batch["cluster"], batch["mask"], *memory)[:2]
+    dist = masked_distribution(logits, batch["mask"])
+    return dist, dist.log_prob(batch["actions"]), 0.5 * (values - batch["returns"]).pow(2).mean()
+
+
 def imitation_loss(
     policy, batch: dict[str, torch.Tensor], value_coef: float
 ) -> tuple[torch.Tensor, PPOStats]:
     """Behaviour cloning on one minibatch: the cross-entropy of the stored actions (a
     teacher's), with the value loss on the teacher's returns."""
-    memory = [batch["memory"]] if "memory" in batch else []
-    logits, values = policy(batch["jobs"], batch["cluster"], batch["mask"], *memory)[:2]
-    dist = masked_distribution(logits, batch["mask"])
-    policy_loss = -dist.log_prob(batch["actions"]).mean()
-    value_loss = 0.5 * (values - batch["returns"]).pow(2).mean()
+    dist, logprobs, value_loss = _evaluate(policy, batch)
+    policy_loss = -logprobs.mean()
     stats = PPOStats(policy_loss.item(), value_loss.item(), dist.entropy().mean().item(), 0.0, 0.0)
     return policy_loss + value_coef * value_loss, stats
 
@@ -113,16 +121,12 @@ def ppo_loss(
     policy, batch: dict[str, torch.Tensor], clip: float, value_coef: float, entropy_coef: float
 ) -> tuple[torch.Tensor, PPOStats]:
     """The clipped surrogate, value and entropy terms on one minibatch (advantages already
-    normalised). A recurrent policy gets the stored memory of each sample."""
-    memory = [batch["memory"]] if "memory" in batch else []
-    logits, values = policy(batch["jobs"], batch["cluster"], batch["mask"], *memory)[:2]
-    dist = masked_distribution(logits, batch["mask"])
-    logprobs = dist.log_prob(batch["actions"])
+    normalised)."""
+    dist, logprobs, value_loss = _evaluate(policy, batch)
     ratio = torch.exp(logprobs - batch["logprobs"])
     advantages = batch["advantages"]
     surrogate = torch.min(ratio * advantages, torch.clamp(ratio, 1 - clip, 1 + clip) * advantages)
     policy_loss = -surrogate.mean()
-    value_loss = 0.5 * (values - batch["returns"]).pow(2).mean()
     entropy = dist.entropy().mean()
     loss = policy_loss + value_coef * value_loss - entropy_coef * entropy
     with torch.no_grad():
