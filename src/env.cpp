@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "replay.hpp"
 #include "splitmix.hpp"
 
 namespace ddppo {
@@ -97,13 +98,9 @@ void BatchEnv::act(Env& e, int32_t action) {
 
 void BatchEnv::restore(size_t i, uint64_t episode, const std::vector<int32_t>& actions) {
   Env& e = envs_.at(i);
-  e.episode = episode;
-  start_episode(e);
-  for (int32_t a : actions) {
-    if (e.sim->done()) throw std::invalid_argument("more actions than the episode has decisions");
-    act(e, a);
-  }
-  if (e.sim->done()) throw std::invalid_argument("the actions end the episode");
+  replay_episode(
+      e, episode, actions, [this](Env& env) { start_episode(env); },
+      [this](Env& env, int32_t a) { act(env, a); });
   if (config_.dense) dense_reward(e);  // the replayed steps' rewards are paid
 }
 

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "replay.hpp"
+
 namespace ddppo {
 
 namespace {
@@ -134,13 +136,9 @@ float GpuBatchEnv::finish_episode(const Env& e, double* metrics) const {
 
 void GpuBatchEnv::restore(size_t i, uint64_t episode, const std::vector<int32_t>& actions) {
   Env& e = envs_.at(i);
-  e.episode = episode;
-  start_episode(e);
-  for (int32_t a : actions) {
-    if (e.sim->done()) throw std::invalid_argument("more actions than the episode has decisions");
-    act(e, a);
-  }
-  if (e.sim->done()) throw std::invalid_argument("the actions end the episode");
+  replay_episode(
+      e, episode, actions, [this](Env& env) { start_episode(env); },
+      [this](Env& env, int32_t a) { act(env, a); });
 }
 
 void GpuBatchEnv::observe(GpuOutputs out) {
