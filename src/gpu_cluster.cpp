@@ -135,12 +135,61 @@ void GpuCluster::advance() {
       phase_ = Phase::kDone;
       return;
     }
-    double next = std::numeric_limits<double>::infinity();
-    if (next_arrival_ < end_) next = jobs_.submit[next_arrival_];
-    if (!completions_.empty()) next = std::min(next, completions_.top().first);
+    double next = next_event();
     if (std::isinf(next)) throw std::logic_error("the committed job can never start");
     now_ = std::max(now_, next);
   }
+}
+
+double GpuCluster::next_event() const {
+  double next = std::numeric_limits<double>::infinity();
+  if (next_arrival_ < end_) next = jobs_.submit[next_arrival_];
+  if (!completions_.empty()) next = std::min(next, completions_.top().first);
+  return next;
+}
+
+bool GpuCluster::can_wait() const {
+  return phase_ != Phase::kDone && chosen_.empty() && !std::isinf(next_event());
+}
+
+void GpuCluster::wait() {
+  if (!can_wait()) throw std::invalid_argument("nothing to wait for");
+  now_ = std::max(now_, next_event());
+  plan_.clear();
+  advance();
+}
+
+double GpuCluster::compact_time(int32_t job) const {
+  const int32_t g = jobs_.gpus[job];
+  // The k-th completion among `ends` (k >= 1), or now when k <= 0; infinity past the last.
+  auto when = [&](std::vector<double>& ends, int32_t k) {
+    if (k <= 0) return now_;
+    if (static_cast<size_t>(k) > ends.size()) return std::numeric_limits<double>::infinity();
+    std::nth_element(ends.begin(), ends.begin() + (k - 1), ends.end());
+    return ends[k - 1];
+  };
+  std::vector<std::vector<double>> machine_ends(topo_.machines()), rack_ends(topo_.racks);
+  std::vector<double> all_ends;
+  std::vector<int32_t> rack_free(topo_.racks, 0), rack_gpus(topo_.racks, 0);
+  for (size_t gpu = 0; gpu < gpu_job_.size(); ++gpu) {
+    int32_t m = topo_.machine_of[gpu], r = topo_.rack[m], holder = gpu_job_[gpu];
+    ++rack_gpus[r];
+    if (holder < 0) {
+      ++rack_free[r];
+    } else if (holder != head_) {
+      double end = end_time_[holder - begin_];
+      machine_ends[m].push_back(end);
+      rack_ends[r].push_back(end);
+      all_ends.push_back(end);
+    }
+  }
+  double best = std::numeric_limits<double>::infinity();
+  for (size_t m = 0; m < topo_.machines(); ++m)
+    if (topo_.gpus[m] >= g) best = std::min(best, when(machine_ends[m], g - free_gpus_[m]));
+  for (int32_t r = 0; r < topo_.racks && std::isinf(best); ++r)
+    if (rack_gpus[r] >= g) best = std::min(best, when(rack_ends[r], g - rack_free[r]));
+  if (std::isinf(best)) best = when(all_ends, g - free_total_);
+  return best;
 }
 
 void GpuCluster::commit(size_t position) {

@@ -68,6 +68,15 @@ class GpuCluster {
   // Placement decision: takes an available GPU for the head; after the last one the job
   // starts and the simulator stands at the next decision.
   void choose(int32_t gpu);
+  // The agents' third decision (docs/gpu.md, "Environments"): start nothing now and stand
+  // at the next decision after the next arrival or completion (the head, if any, stays
+  // committed). Possible before the head's first GPU when such an event is to come.
+  bool can_wait() const;
+  void wait();
+  double next_event() const;  // the next arrival's or completion's time; infinity if none
+  // The earliest time, counting only the running jobs' completions, at which `job` could
+  // be placed compactly: its GPUs free on one machine, else in one rack, else anywhere.
+  double compact_time(int32_t job) const;
 
   // The heuristics' decisions in the current state.
   size_t order_position(GpuOrder order) const;

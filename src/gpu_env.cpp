@@ -34,7 +34,9 @@ GpuBatchEnv::GpuBatchEnv(const GpuJobs& jobs, const Topology& topo, GpuEnvConfig
   max_nominal_ = *std::max_element(topo_.nominal.begin(), topo_.nominal.end());
 }
 
-size_t GpuBatchEnv::slots() const { return std::max(config_.max_queue, topo_.total_gpus()); }
+size_t GpuBatchEnv::slots() const {
+  return std::max(config_.max_queue, topo_.total_gpus()) + (config_.wait ? 1 : 0);
+}
 
 void GpuBatchEnv::start_episode(Env& e) {
   uint64_t draw = splitmix64(e.seed ^ splitmix64(e.episode));
@@ -92,6 +94,11 @@ void GpuBatchEnv::reset(GpuOutputs out) {
 // with a baseline, minus the same job's term under the baseline.
 float GpuBatchEnv::act(Env& e, int32_t action) {
   GpuCluster& s = *e.sim;
+  if (config_.wait && static_cast<size_t>(action) == slots() - 1 && s.can_wait()) {
+    s.wait();
+    settle(e);
+    return 0;
+  }
   if (s.phase() == GpuCluster::Phase::kOrder) {
     size_t shown = std::min(config_.max_queue, e.ranking.size());
     bool valid = action >= 0 && static_cast<size_t>(action) < shown;
@@ -187,6 +194,24 @@ void GpuBatchEnv::observe(const Env& e, size_t i, GpuOutputs out) const {
     observe_gpus(s, slot, mask);
   else
     observe_jobs(s, e.ranking, slot, mask);
+  if (config_.wait) observe_wait(e, slot + (S - 1) * kGpuSlotFeatures, mask + S - 1);
+}
+
+// The wait slot shows what waiting costs and could buy for the job at stake: the head in a
+// placement step, `gpu.order`'s pick in an ordering step.
+void GpuBatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
+  const GpuCluster& s = *e.sim;
+  *mask = s.can_wait();
+  if (!*mask) return;
+  int32_t j = s.phase() == GpuCluster::Phase::kPlace ? s.head() : s.waiting()[e.ranking[0]];
+  f[0] = time_feature(s.next_event() - s.now());
+  f[1] = time_feature(jobs_.runtime[j]);
+  f[2] = static_cast<float>(jobs_.gpus[j] / static_cast<double>(topo_.total_gpus()));
+  f[3] = s.fits(j) ? 1.0f : 0.0f;
+  f[4] = time_feature(jobs_.runtime[j] * jobs_.gpus[j]);
+  f[6] = static_cast<float>(s.best_fit_cost(j) / topo_.link_cross);
+  f[7] = -1.0f;
+  f[10] = time_feature(s.compact_time(j) - s.now());
 }
 
 void GpuBatchEnv::observe_jobs(const GpuCluster& s, const std::vector<size_t>& ranking, float* slot,
@@ -207,6 +232,7 @@ void GpuBatchEnv::observe_jobs(const GpuCluster& s, const std::vector<size_t>& r
     f[7] = 1.0f;
     f[8] = k == 0 ? 1.0f : 0.0f;
     f[9] = static_cast<float>(ranking[k]) / static_cast<float>(queue.size());
+    f[10] = time_feature(s.compact_time(j) - s.now());
     mask[k] = 1;
   }
 }

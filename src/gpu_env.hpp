@@ -26,6 +26,9 @@ struct GpuEnvConfig {
   // With a placement heuristic: rewards relative to `order` + that placement on the same
   // window (docs/gpu.md, "Environments").
   std::optional<GpuPlacement> baseline;
+  // The agents may also wait (docs/gpu.md, "Environments"): the last slot is then the
+  // wait action.
+  bool wait = false;
 };
 
 struct GpuOutputs {
@@ -43,7 +46,7 @@ class GpuBatchEnv {
   GpuBatchEnv(const GpuJobs& jobs, const Topology& topo, GpuEnvConfig config,
               const std::vector<uint64_t>& seeds);
   size_t size() const { return envs_.size(); }
-  size_t slots() const;  // S = max(K, GPUs)
+  size_t slots() const;  // S = max(K, GPUs), plus the wait slot
   void reset(GpuOutputs out);
   void step(const int32_t* actions, GpuOutputs out);
   void observe(GpuOutputs out);
@@ -74,6 +77,7 @@ class GpuBatchEnv {
   void observe_jobs(const GpuCluster& s, const std::vector<size_t>& ranking, float* slots,
                     uint8_t* mask) const;
   void observe_gpus(const GpuCluster& s, float* slots, uint8_t* mask) const;
+  void observe_wait(const Env& e, float* slot, uint8_t* mask) const;
 
   GpuJobs jobs_;
   Topology topo_;

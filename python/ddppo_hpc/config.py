@@ -118,6 +118,9 @@ class GpuConfig:
     # difference to `order` + that placement on the same window, job by job (less
     # variance, same optimum)
     reward_baseline: str = "none"
+    # the agents may also wait: start nothing until the next arrival or completion (a job
+    # that would be spread now can wait for a machine; docs/gpu.md, "Environments")
+    wait: bool = False
 
 
 @dataclass

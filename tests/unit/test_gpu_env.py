@@ -87,9 +87,10 @@ def test_dual_ordering_step_masks_the_queue():
     assert obs["jobs"][0, :2, 3].tolist() == [0, 0]  # neither fits now
 
 
-def test_state_resumes_mid_episode():
+@pytest.mark.parametrize("wait", [False, True])
+def test_state_resumes_mid_episode(wait):
     def make():
-        env = VecGpuEnv(WORKLOAD, CLUSTER, 3, 64, 16, "dual", seed=11)
+        env = VecGpuEnv(WORKLOAD, CLUSTER, 3, 64, 16, "dual", seed=11, wait=wait)
         env.reset()
         return env
 

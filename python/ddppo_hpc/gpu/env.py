@@ -35,8 +35,9 @@ class VecGpuEnv(VecSchedulingEnv):
     `order`'s order. Rewards: per started job, -(w_jct * JCT / 1 h + w_comm * comm cost /
     link_cross) / window_jobs; at the end, -w_makespan * makespan / 1 h. With `baseline`
     (a placement heuristic), each term is taken relative to the same job's (the window's)
-    under `order` + `baseline` on the same window. Episode ends, state() and load_state()
-    work as in VecSchedulingEnv.
+    under `order` + `baseline` on the same window. With `wait`, the last slot is the wait
+    action (start nothing until the next arrival or completion). Episode ends, state() and
+    load_state() work as in VecSchedulingEnv.
     """
 
     METRICS = GPU_EPISODE_METRICS
@@ -54,6 +55,7 @@ class VecGpuEnv(VecSchedulingEnv):
         weights: tuple[float, float, float] = (1.0, 0.0, 0.1),
         seed: int = 0,
         baseline: str = "none",
+        wait: bool = False,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -70,12 +72,14 @@ class VecGpuEnv(VecSchedulingEnv):
             order,
             *weights,
             baseline,
+            wait,
             [seed + i for i in range(num_envs)],
         )
         s = self._core.slots
         self.max_queue = s  # slots per observation, as the trainer sizes its storage
-        # An episode has at most one ordering step and g placement steps per job.
-        steps = window_jobs * (1 + int(workload.gpus.max()))
+        # An episode has at most one ordering step and g placement steps per job, and a
+        # wait per arrival or completion.
+        steps = window_jobs * (3 + int(workload.gpus.max()))
         self._allocate(s, SLOT_FEATURES, GLOBAL_FEATURES, steps)
 
     def heuristic_actions(

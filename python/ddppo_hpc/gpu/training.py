@@ -83,6 +83,7 @@ def env_for(config: TrainConfig, jobs: GpuWorkload, cluster: Cluster, num_envs: 
         weights,
         seed,
         g.reward_baseline,
+        g.wait,
     )
 
 

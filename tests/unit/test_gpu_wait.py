@@ -1,0 +1,68 @@
+"""The agents' wait action (gpu.wait; docs/gpu.md, "Environments"), by hand on the
+2-machine, 4-GPU cluster."""
+
+import numpy as np
+import pytest
+from gpu_reference import GpuJob
+from test_gpu_sim import ONE_RACK, cluster, workload
+
+from ddppo_hpc.gpu.env import VecGpuEnv
+
+WAIT = 4  # the last of max(K = 4, 4 GPUs) + 1 slots
+
+
+def tf(seconds):
+    return np.float32(min(np.log1p(seconds / 60) / 10, 1))
+
+
+def test_waiting_for_a_machine_instead_of_spreading():
+    # J1 (0 s, 10 s, 1 GPU), J2 (0 s, 100 s, 1 GPU), J3 (1 s, 50 s, 2 GPUs)
+    jobs = [GpuJob(1, 0, 10, 1), GpuJob(2, 0, 100, 1), GpuJob(3, 1, 50, 2)]
+    env = VecGpuEnv(workload(jobs), cluster(ONE_RACK), 1, 3, 4, "dual", "srtf", wait=True)
+    obs, _ = env.reset()
+    assert obs["action_mask"][0].tolist() == [True, True, False, False, True]  # J3 comes at 1 s
+    wait = obs["jobs"][0, WAIT]
+    # the wait slot shows srtf's pick (J1): 1 s to the next event, J1 fits now on one GPU
+    assert wait.tolist() == [tf(1), tf(10), 0.25, 1, tf(10), 0, 0, -1, 0, 0, 0]
+    for action in (0, 0, 0, 2):  # J1 on GPU 0 (ends at 10 s), J2 on GPU 2 (ends at 100 s)
+        obs, reward, *_ = env.step(np.array([action]))
+    # 1 s: J3 fits only across the machines (GPUs 1 and 3: cost 4); machine 0 is whole at 10 s
+    slots = obs["jobs"][0]
+    assert obs["cluster"][0, 0] == 0 and obs["action_mask"][0].tolist()[0] and slots[0, 3] == 1
+    assert slots[0, 6] == 4 / 16 and slots[0, 10] == tf(9)
+    assert slots[WAIT, [0, 6, 10]].tolist() == [tf(9), 4 / 16, tf(9)]
+    obs, reward, *_ = env.step(np.array([WAIT]))
+    assert reward[0] == 0
+    # 10 s: J1 has ended; J3 now fits on machine 0 alone
+    slots = obs["jobs"][0]
+    assert obs["cluster"][0, 0] == 0 and slots[0, 6] == 1 / 16 and slots[0, 10] == 0
+    obs, *_ = env.step(np.array([0]))
+    assert obs["action_mask"][0, WAIT]  # before the first GPU, the head may still wait
+    obs, *_ = env.step(np.array([0]))
+    assert obs["action_mask"][0].tolist() == [False, True, False, True, False]  # no wait now
+    obs, reward, terminated, _, info = env.step(np.array([1]))
+    assert terminated[0]
+    # J3 on {0, 1} from 10 s to 60 s, cost 1 (spread at 1 s: cost 4, 57.5 s, ends at 58.5 s)
+    assert info["avg_comm_cost"][0] == 1
+    assert info["avg_jct"][0] == pytest.approx((10 + 100 + 59) / 3)
+    assert reward[0] == pytest.approx(-(59 / 3600 + 0.1 * 1 / 16) / 3)
+
+
+def test_the_placement_agent_waits_with_its_job_committed():
+    # J1 (0 s, 10 s, 1 GPU), J2 (0 s, 20 s, 3 GPUs): fifo, the agent places
+    jobs = [GpuJob(1, 0, 10, 1), GpuJob(2, 0, 20, 3)]
+    env = VecGpuEnv(workload(jobs), cluster(ONE_RACK), 1, 2, 4, "placement", "fifo", wait=True)
+    obs, _ = env.reset()
+    assert not obs["action_mask"][0, WAIT]  # nothing runs and nothing arrives: no waiting
+    obs, *_ = env.step(np.array([WAIT]))  # masked: the first available GPU instead
+    assert obs["jobs"][0, :4, 0].tolist() == [0, 1, 1, 1]  # J1 took GPU 0
+    assert obs["action_mask"][0, WAIT]  # J1 ends at 10 s
+    obs, *_ = env.step(np.array([WAIT]))
+    # 10 s: J1 has ended and J2 is still the one to place, on all four GPUs now free
+    assert obs["cluster"][0, 0] == 1 and obs["cluster"][0, 2] == 0.75
+    assert obs["action_mask"][0].tolist() == [True, True, True, True, False]
+    assert obs["jobs"][0, :4, 8].tolist() == [1, 1, 1, 0]  # best_fit plans afresh: 0, 1, 2
+    for gpu in (0, 1, 2):
+        obs, reward, terminated, _, info = env.step(np.array([gpu]))
+    assert terminated[0]
+    assert info["avg_queue_delay"][0] == 5  # J2 started at 10 s
