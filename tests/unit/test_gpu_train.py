@@ -84,7 +84,7 @@ def test_dual_training_updates_both_networks(tmp_path):
 
 def test_evaluate_compares_with_every_heuristic_pair(tmp_path):
     run = [sys.executable, "-m", "ddppo_hpc.train", "--run-dir", str(tmp_path)]
-    overrides = [*TINY_GPU, "gpu.mode=placement"]
+    overrides = [*TINY_GPU, "gpu.mode=placement", "gpu.wait=true"]
     subprocess.run([*run, *overrides], check=True, capture_output=True, timeout=300)
     out = subprocess.run(
         [sys.executable, "-m", "ddppo_hpc.evaluate", "--checkpoint", str(tmp_path)],
@@ -97,7 +97,8 @@ def test_evaluate_compares_with_every_heuristic_pair(tmp_path):
     assert rows[0] == ["scheduler", "windows", "avg_jct", "makespan", "avg_comm_cost",
                        "gpu_utilization", "avg_queue_delay"]  # fmt: skip
     names = [r[0] for r in rows[1:]]
-    assert names[0] == "agent" and len(names) == 10
+    assert names[0] == "agent" and len(names) == 11
+    assert names[1] == "srtf+best_fit+wait"  # the wait rule, with gpu.wait
     assert "srtf+best_fit" in names and "las+random" in names
     out = subprocess.run(
         [sys.executable, "-m", "ddppo_hpc.evaluate", "--checkpoint", str(tmp_path), "--trace", "x"],

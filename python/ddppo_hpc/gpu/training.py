@@ -3,6 +3,8 @@ windows from the configuration (config.GpuConfig)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import torch
 
@@ -87,19 +89,44 @@ def env_for(config: TrainConfig, jobs: GpuWorkload, cluster: Cluster, num_envs: 
     )
 
 
-@torch.no_grad()
-def greedy_episode(policy: torch.nn.Module, env: VecGpuEnv, first: int) -> dict:
-    """The metrics of the policy's greedy episode on the window at `first`."""
+def episode(env: VecGpuEnv, first: int, decide) -> dict:
+    """The metrics of environment 0's episode on the window at `first`, `decide(obs)` giving
+    each step's actions."""
     env.reset()
     obs = env.begin_at([first])
     while True:
+        obs, _, terminated, _, info = env.step(decide(obs))
+        if terminated[0]:
+            return {name: float(info[name][0]) for name in GPU_EPISODE_METRICS}
+
+
+def greedy(policy: torch.nn.Module):
+    """The policy's most probable actions."""
+
+    @torch.no_grad()
+    def decide(obs: dict) -> np.ndarray:
         jobs, cluster = torch.from_numpy(obs["jobs"]), torch.from_numpy(obs["cluster"])
         mask = torch.from_numpy(obs["action_mask"])
         logits, _ = policy(jobs, cluster, mask)
-        actions = masked_distribution(logits, mask).probs.argmax(dim=1).int().numpy()
-        obs, _, terminated, _, info = env.step(actions)
-        if terminated[0]:
-            return {name: float(info[name][0]) for name in GPU_EPISODE_METRICS}
+        return masked_distribution(logits, mask).probs.argmax(dim=1).int().numpy()
+
+    return decide
+
+
+def wait_rule(env: VecGpuEnv):
+    """The simplest use of the wait action, for comparison (dual mode with `gpu.wait`): an
+    ordering step starts the first shown job that fits now, in `gpu.order`'s order, and
+    waits when none does; best_fit places."""
+
+    def decide(obs: dict) -> np.ndarray:
+        if obs["cluster"][0, 0] > 0:
+            return env.heuristic_actions(placement="best_fit")
+        mask = obs["action_mask"][0]
+        fits = np.flatnonzero(mask[:-1] & (obs["jobs"][0, :-1, 3] > 0))
+        wait = len(mask) - 1 if mask[-1] else 0
+        return np.array([fits[0] if len(fits) else wait], dtype=np.int32)
+
+    return decide
 
 
 def compare(
@@ -107,7 +134,7 @@ def compare(
 ) -> list[dict]:
     """The policy against every heuristic pair on consecutive held-out windows of
     `env.window_jobs` jobs (with `validation`: on the validation jobs instead): rows of mean
-    metrics over the windows."""
+    metrics over the windows. With `gpu.wait`, also the wait rule (wait_rule)."""
     cluster = cluster_of(config)
     if config.data.trace == "synthetic":
         held = workload_of(config, cluster, HELD_OUT_SEED + validation)
@@ -119,7 +146,13 @@ def compare(
         raise ConfigError(f"no held-out window of {n} jobs in {len(held)} jobs")
     env = env_for(config, held, cluster, 1, config.run.seed)
     name = f"agent ({config.gpu.mode})"
-    rows = {name: [greedy_episode(policy, env, f) for f in firsts]}
+    rows = {name: [episode(env, f, greedy(policy)) for f in firsts]}
+    if config.gpu.wait:
+        dual = replace(config, gpu=replace(config.gpu, mode="dual"))
+        rule = env_for(dual, held, cluster, 1, config.run.seed)
+        rows[f"{config.gpu.order}+best_fit+wait"] = [
+            episode(rule, f, wait_rule(rule)) for f in firsts
+        ]
     for order in ORDERS:
         for placement in PLACEMENTS:
             results = [simulate_gpu(held, cluster, order, placement, 0, f, n) for f in firsts]
