@@ -70,7 +70,8 @@ class PPOConfig:
     max_grad_norm: float = 0.5
     # the first updates copy the environment's heuristic (HPC: the backfill order's pick;
     # GPU: gpu.order + best_fit): rollouts follow it and the loss is its cross-entropy plus
-    # the value loss (behaviour cloning); they count in `updates`
+    # the value loss (behaviour cloning) among the slots the heuristic can choose (not the
+    # GPU agents' wait, which stays to PPO); they count in `updates`
     imitation_updates: int = 0
 
 

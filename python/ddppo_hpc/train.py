@@ -139,6 +139,8 @@ class Trainer:
             began = time.perf_counter()
             actions, logprobs, values, memory = self.act(self.obs)
             storage.insert(self.obs, actions, logprobs, values, memory)
+            if self.imitating():  # cloned among the teacher's choices (GPU: not the wait)
+                storage.mask[storage.used, :, self.env.teacher_slots :] = False
             self.obs, reward, terminated, _, info = self.env.step(actions.numpy())
             reset_ended(self.memory, terminated, self.initial)  # a new episode remembers nothing
             storage.outcome(reward / config.env.reward_scale, terminated)

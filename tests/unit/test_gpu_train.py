@@ -53,8 +53,9 @@ def test_validation_jobs_come_before_the_held_out_ones():
     assert valid.id[0] == jobs.id[len(jobs) - 150] and held.id[0] == jobs.id[len(jobs) - 100]
 
 
-def test_imitation_updates_follow_and_copy_the_heuristic(tmp_path):
-    overrides = [*TINY_GPU, "gpu.mode=placement", "ppo.imitation_updates=1"]
+@pytest.mark.parametrize("wait", ["false", "true"])
+def test_imitation_updates_follow_and_copy_the_heuristic(tmp_path, wait):
+    overrides = [*TINY_GPU, "gpu.mode=placement", "ppo.imitation_updates=1", f"gpu.wait={wait}"]
     config = load_config(None, overrides)
     trainer = Trainer(config, context.init("cpu"), tmp_path)
     env = training.make_env(config, 0, 1)
@@ -67,8 +68,13 @@ def test_imitation_updates_follow_and_copy_the_heuristic(tmp_path):
     assert np.array_equal(trainer.storage.actions.numpy(), np.stack(expected))
     stats = trainer.learn(rollout["last_value"])
     assert stats["policy_loss"] > 0 and stats["approx_kl"] == 0  # a cross-entropy
+    # with gpu.wait the wait slot (the last; else a GPU) is left out of the cloning: the
+    # heuristics never wait, and PPO is to learn when to
+    assert trainer.storage.mask[..., -1].any() == (wait == "false")
     trainer.update = 1
     assert not trainer.imitating()
+    trainer.rollout()
+    assert trainer.storage.mask[..., -1].any()
 
 
 def test_dual_training_updates_both_networks(tmp_path):

@@ -70,6 +70,7 @@ class VecSchedulingEnv:
         """The arrays the core writes into (handed to it once), and the log of the current
         episode's actions per environment (at most `decisions`): enough to resume it."""
         b = self.num_envs
+        self.teacher_slots = slots  # the slots the heuristic (heuristic_actions) can choose
         self.jobs = np.zeros((b, slots, features), dtype=np.float32)
         self.cluster = np.zeros((b, cluster), dtype=np.float32)
         self.mask = np.zeros((b, slots), dtype=np.uint8)

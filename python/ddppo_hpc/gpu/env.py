@@ -81,6 +81,7 @@ class VecGpuEnv(VecSchedulingEnv):
         # wait per arrival or completion.
         steps = window_jobs * (3 + int(workload.gpus.max()))
         self._allocate(s, SLOT_FEATURES, GLOBAL_FEATURES, steps)
+        self.teacher_slots = s - wait  # the heuristics never wait
 
     def heuristic_actions(
         self, order: str | None = None, placement: str = "best_fit"
