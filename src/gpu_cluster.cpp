@@ -159,15 +159,8 @@ void GpuCluster::wait() {
   advance();
 }
 
-double GpuCluster::compact_time(int32_t job) const {
-  const int32_t g = jobs_.gpus[job];
-  // The k-th completion among `ends` (k >= 1), or now when k <= 0; infinity past the last.
-  auto when = [&](std::vector<double>& ends, int32_t k) {
-    if (k <= 0) return now_;
-    if (static_cast<size_t>(k) > ends.size()) return std::numeric_limits<double>::infinity();
-    std::nth_element(ends.begin(), ends.begin() + (k - 1), ends.end());
-    return ends[k - 1];
-  };
+std::vector<double> GpuCluster::compact_times(const std::vector<int32_t>& jobs) const {
+  // The running jobs' ends per machine, per rack and in the cluster, sorted once.
   std::vector<std::vector<double>> machine_ends(topo_.machines()), rack_ends(topo_.racks);
   std::vector<double> all_ends;
   std::vector<int32_t> rack_free(topo_.racks, 0), rack_gpus(topo_.racks, 0);
@@ -183,13 +176,26 @@ double GpuCluster::compact_time(int32_t job) const {
       all_ends.push_back(end);
     }
   }
-  double best = std::numeric_limits<double>::infinity();
-  for (size_t m = 0; m < topo_.machines(); ++m)
-    if (topo_.gpus[m] >= g) best = std::min(best, when(machine_ends[m], g - free_gpus_[m]));
-  for (int32_t r = 0; r < topo_.racks && std::isinf(best); ++r)
-    if (rack_gpus[r] >= g) best = std::min(best, when(rack_ends[r], g - rack_free[r]));
-  if (std::isinf(best)) best = when(all_ends, g - free_total_);
-  return best;
+  for (auto& ends : machine_ends) std::sort(ends.begin(), ends.end());
+  for (auto& ends : rack_ends) std::sort(ends.begin(), ends.end());
+  std::sort(all_ends.begin(), all_ends.end());
+  // When k more GPUs of a group are free: now for k <= 0, else its k-th end.
+  auto when = [&](const std::vector<double>& ends, int32_t k) {
+    if (k <= 0) return now_;
+    if (static_cast<size_t>(k) > ends.size()) return std::numeric_limits<double>::infinity();
+    return ends[k - 1];
+  };
+  std::vector<double> times;
+  for (int32_t job : jobs) {
+    const int32_t g = jobs_.gpus[job];
+    double best = std::numeric_limits<double>::infinity();
+    for (size_t m = 0; m < topo_.machines(); ++m)
+      if (topo_.gpus[m] >= g) best = std::min(best, when(machine_ends[m], g - free_gpus_[m]));
+    for (int32_t r = 0; r < topo_.racks && std::isinf(best); ++r)
+      if (rack_gpus[r] >= g) best = std::min(best, when(rack_ends[r], g - rack_free[r]));
+    times.push_back(std::isinf(best) ? when(all_ends, g - free_total_) : best);
+  }
+  return times;
 }
 
 void GpuCluster::commit(size_t position) {

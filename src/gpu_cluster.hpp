@@ -74,9 +74,10 @@ class GpuCluster {
   bool can_wait() const;
   void wait();
   double next_event() const;  // the next arrival's or completion's time; infinity if none
-  // The earliest time, counting only the running jobs' completions, at which `job` could
-  // be placed compactly: its GPUs free on one machine, else in one rack, else anywhere.
-  double compact_time(int32_t job) const;
+  // Per job, the earliest time, counting only the running jobs' completions, at which it
+  // could be placed compactly: its GPUs free on one machine, else in one rack, else
+  // anywhere.
+  std::vector<double> compact_times(const std::vector<int32_t>& jobs) const;
 
   // The heuristics' decisions in the current state.
   size_t order_position(GpuOrder order) const;

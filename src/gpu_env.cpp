@@ -211,7 +211,7 @@ void GpuBatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
   f[4] = time_feature(jobs_.runtime[j] * jobs_.gpus[j]);
   f[6] = static_cast<float>(s.best_fit_cost(j) / topo_.link_cross);
   f[7] = -1.0f;
-  f[10] = time_feature(s.compact_time(j) - s.now());
+  f[10] = time_feature(s.compact_times({j})[0] - s.now());
 }
 
 void GpuBatchEnv::observe_jobs(const GpuCluster& s, const std::vector<size_t>& ranking, float* slot,
@@ -219,8 +219,11 @@ void GpuBatchEnv::observe_jobs(const GpuCluster& s, const std::vector<size_t>& r
   const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(config_.max_queue, queue.size());
   const double gpus = static_cast<double>(topo_.total_gpus());
+  std::vector<int32_t> shown(visible);
+  for (size_t k = 0; k < visible; ++k) shown[k] = queue[ranking[k]];
+  const std::vector<double> compact = s.compact_times(shown);
   for (size_t k = 0; k < visible; ++k) {
-    int32_t j = queue[ranking[k]];
+    int32_t j = shown[k];
     float* f = slot + k * kGpuSlotFeatures;
     f[0] = time_feature(s.now() - jobs_.submit[j]);
     f[1] = time_feature(jobs_.runtime[j]);
@@ -232,7 +235,7 @@ void GpuBatchEnv::observe_jobs(const GpuCluster& s, const std::vector<size_t>& r
     f[7] = 1.0f;
     f[8] = k == 0 ? 1.0f : 0.0f;
     f[9] = static_cast<float>(ranking[k]) / static_cast<float>(queue.size());
-    f[10] = time_feature(s.compact_time(j) - s.now());
+    f[10] = time_feature(compact[k] - s.now());
     mask[k] = 1;
   }
 }

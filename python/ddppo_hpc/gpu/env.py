@@ -79,7 +79,7 @@ class VecGpuEnv(VecSchedulingEnv):
         self.max_queue = s  # slots per observation, as the trainer sizes its storage
         # An episode has at most one ordering step and g placement steps per job, and a
         # wait per arrival or completion.
-        steps = window_jobs * (3 + int(workload.gpus.max()))
+        steps = window_jobs * (1 + int(workload.gpus.max()) + 2 * wait)
         self._allocate(s, SLOT_FEATURES, GLOBAL_FEATURES, steps)
         self.teacher_slots = s - wait  # the heuristics never wait
 
