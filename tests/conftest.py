@@ -1,7 +1,11 @@
-"""Make the helpers in tests/ (reference_sim, cases) importable from every test."""
+"""Test helpers: tests/ on the import path (reference_sim, cases), the shared traces, and
+a small real disk to fill (the writers' no-space-left tests)."""
 
+import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 _TESTS_DIR = str(Path(__file__).resolve().parent)
 if _TESTS_DIR not in sys.path:
@@ -14,3 +18,27 @@ def traces_dir() -> Path:
 
     root = Path(__file__).resolve().parent.parent
     return Path(os.environ.get("DDPPO_TRACES", root.parent / "shared" / "traces"))
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """`small_disk(kib)`: a directory on a tmpfs of that size, to fill up (ENOSPC) for real;
+    unmounted after the test. Needs root (CI runs as root); skipped where mount is refused."""
+    mounts = []
+
+    def make(kib: int) -> Path:
+        where = tmp_path / f"disk{len(mounts)}"
+        where.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(where)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
+        mounts.append(where)
+        return where
+
+    yield make
+    for where in mounts:
+        subprocess.run(["umount", "-l", str(where)], check=False)

@@ -33,6 +33,7 @@ import torch
 from mpi4py import MPI
 
 import ddppo_hpc
+from ddppo_hpc.args import names
 from ddppo_hpc.config import ConfigError, EnvConfig, TrainConfig, from_dict
 from ddppo_hpc.data import read_swf
 from ddppo_hpc.data.store import TraceStore
@@ -246,21 +247,6 @@ def print_table(summary: dict) -> None:
             f"{summary['windows'][row]:>8}"
             + "".join(f"{summary[m + '_mean'][row]:>16.3f}" for m in EPISODE_METRICS)
         )
-
-
-def names(choices: tuple[str, ...]):
-    """An argparse type: a comma-separated list of names from `choices`."""
-
-    def parse(text: str) -> list[str]:
-        chosen = [name.strip() for name in text.split(",") if name.strip()]
-        unknown = [name for name in chosen if name not in choices]
-        if unknown or not chosen:
-            raise argparse.ArgumentTypeError(
-                f"unknown {', '.join(unknown) or 'empty list'} (choose from {','.join(choices)})"
-            )
-        return list(dict.fromkeys(chosen))
-
-    return parse
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -1,8 +1,11 @@
-"""Writers that never leave a half-written file: write to a temp path, then rename."""
+"""Writers that never leave a half-written file: write to a temp path, then rename. A write
+that fails (a full disk, a read-only directory) raises OutputError naming the target, never
+the hidden temp path, and leaves the previous file as it was."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
@@ -10,19 +13,45 @@ from pathlib import Path
 from typing import IO
 
 
+class OutputError(OSError):
+    """An output that could not be written; the message names the target and why."""
+
+
+def _reason(error: OSError) -> str:
+    """Why a write failed, in words; HDF5 reports errno only inside its message."""
+    text = str(error)
+    if error.errno == errno.ENOSPC or "errno = 28" in text or "No space left" in text:
+        return "no space left on device"
+    if error.errno:
+        return os.strerror(error.errno).lower()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+@contextlib.contextmanager
+def output_errors(target: str | Path) -> Iterator[None]:
+    """Turns an OSError raised while writing `target` into one OutputError that names it."""
+    try:
+        yield
+    except OutputError:
+        raise
+    except OSError as e:
+        raise OutputError(f"{target}: cannot write: {_reason(e)}") from None
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """Opens a temp file beside `path`; renames it onto `path` only if the block succeeds."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode) as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; give the usual mode of a new file
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with output_errors(path):
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, mode) as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)  # mkstemp makes 0600; give the usual mode of a new file
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
