@@ -6,12 +6,17 @@ import argparse
 import json
 import sys
 
+from ddppo_hpc.args import SEED_MAX, bounded_float, bounded_int
 from ddppo_hpc.data.dljobs import generate_dl_jobs
 from ddppo_hpc.data.trace import TraceError
 from ddppo_hpc.gpu import METRICS, ORDERS, PLACEMENTS, GpuResult, simulate_gpu
 from ddppo_hpc.gpu.topology import Cluster, uniform
 from ddppo_hpc.gpu.workload import GpuWorkload, from_trace, load, node_machines
 from ddppo_hpc.io import atomic_write
+
+MAX_GPUS = 2**20  # racks x machines x GPUs: a million GPUs, beyond any cluster built
+MAX_SYNTHETIC_JOBS = 10_000_000  # their columns take about 1.3 GB
+LINK_COST = bounded_float(0, 1000)
 
 EPILOG = """\
 Without --trace, seeded synthetic DL jobs (ddppo_hpc.data.dljobs) are used.
@@ -25,6 +30,14 @@ examples:
   python -m ddppo_hpc.gpu --racks 2 --machines-per-rack 4 --gpus-per-machine 8 \\
       --models V100M32,P100 --speed-noise 0.2 --json --per-job jobs.csv
 """
+
+
+def link_costs(text: str) -> tuple[float, ...]:
+    """An argparse type: the machine,rack,cross-rack link costs, three numbers in 0..1000."""
+    costs = text.split(",")
+    if len(costs) != 3:
+        raise argparse.ArgumentTypeError(f"three numbers machine,rack,cross, not {text!r}")
+    return tuple(LINK_COST(cost) for cost in costs)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -41,24 +54,34 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="FILE",
         help="dataset directory, Philly job CSV, or Alibaba pod CSV and node CSV",
     )
-    p.add_argument("--synthetic-jobs", type=int, default=2000, metavar="N")
-    p.add_argument("--load", type=float, default=0.9, help="synthetic offered load (0.9)")
-    p.add_argument("--racks", type=int, default=2)
-    p.add_argument("--machines-per-rack", type=int, default=4)
-    p.add_argument("--gpus-per-machine", type=int, default=8)
+    count = bounded_int(1)
+    p.add_argument("--synthetic-jobs", type=bounded_int(1, MAX_SYNTHETIC_JOBS), default=2000)
+    p.add_argument(
+        "--load", type=bounded_float(0.01, 100), default=0.9, help="synthetic offered load (0.9)"
+    )
+    p.add_argument("--racks", type=count, default=2)
+    p.add_argument("--machines-per-rack", type=count, default=4)
+    p.add_argument("--gpus-per-machine", type=count, default=8)
     p.add_argument("--models", default="V100M32,V100M16,P100,T4", help="cycled over machines")
     p.add_argument(
         "--nodes-topology", action="store_true", help="the trace's own node list (Alibaba)"
     )
-    p.add_argument("--link-costs", default="1,4,16", help="machine,rack,cross-rack (1,4,16)")
-    p.add_argument("--comm-penalty", type=float, default=0.05)
-    p.add_argument("--speed-noise", type=float, default=0.0, help="log-normal sigma (0)")
-    p.add_argument("--speed-seed", type=int, default=0)
+    p.add_argument(
+        "--link-costs", type=link_costs, default="1,4,16", help="machine,rack,cross-rack (1,4,16)"
+    )
+    p.add_argument("--comm-penalty", type=bounded_float(0, 100), default=0.05)
+    p.add_argument(
+        "--speed-noise", type=bounded_float(0, 10), default=0.0, help="log-normal sigma (0)"
+    )
+    seed = bounded_int(0, SEED_MAX)
+    p.add_argument("--speed-seed", type=seed, default=0)
     p.add_argument("--order", default="fifo", choices=(*ORDERS, "all"))
     p.add_argument("--placement", default="first_fit", choices=(*PLACEMENTS, "all"))
-    p.add_argument("--seed", type=int, default=0, help="random placement and synthetic jobs")
-    p.add_argument("--start", type=int, default=0, metavar="K", help="first job (0-based)")
-    p.add_argument("--jobs", type=int, metavar="N", help="jobs in the window (default: all)")
+    p.add_argument("--seed", type=seed, default=0, help="random placement and synthetic jobs")
+    p.add_argument(
+        "--start", type=bounded_int(0), default=0, metavar="K", help="first job (0-based)"
+    )
+    p.add_argument("--jobs", type=count, metavar="N", help="jobs in the window (default: all)")
     p.add_argument("--json", action="store_true", help="print JSON (a list for several)")
     p.add_argument("--per-job", metavar="OUT.csv", help="each job's schedule as CSV")
     args = p.parse_args(argv)
@@ -68,18 +91,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def cluster_of(args: argparse.Namespace, workload: GpuWorkload | None) -> Cluster:
-    try:
-        links = tuple(float(x) for x in args.link_costs.split(","))
-    except ValueError:
-        links = ()
-    if len(links) != 3:
-        raise ValueError(f"--link-costs must be three numbers, not {args.link_costs!r}")
     if args.nodes_topology:
         machines = node_machines(workload, args.machines_per_rack)
     else:
+        gpus = args.racks * args.machines_per_rack * args.gpus_per_machine
+        if gpus > MAX_GPUS:
+            raise ValueError(
+                f"--racks x --machines-per-rack x --gpus-per-machine: {gpus} GPUs, more than "
+                f"the {MAX_GPUS} this command simulates"
+            )
         models = tuple(m for m in args.models.split(",") if m)
         machines = uniform(args.racks, args.machines_per_rack, args.gpus_per_machine, models)
-    return Cluster(machines, links, args.comm_penalty, args.speed_noise, args.speed_seed)
+    return Cluster(machines, args.link_costs, args.comm_penalty, args.speed_noise, args.speed_seed)
 
 
 def load_workload(args: argparse.Namespace) -> tuple[GpuWorkload, Cluster]:
@@ -90,8 +113,6 @@ def load_workload(args: argparse.Namespace) -> tuple[GpuWorkload, Cluster]:
         if args.nodes_topology:
             raise ValueError("--nodes-topology needs a trace with a node list")
         cluster = cluster_of(args, None)
-        if args.synthetic_jobs <= 0:
-            raise ValueError(f"--synthetic-jobs must be positive, not {args.synthetic_jobs}")
         trace = generate_dl_jobs(args.synthetic_jobs, cluster.total_gpus, args.load, seed=args.seed)
         workload = from_trace(trace, "synthetic DL jobs")
     return workload.fitted(cluster.machines), cluster
