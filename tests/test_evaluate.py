@@ -16,6 +16,7 @@ import pytest
 import torch
 from simhelpers import TINY_TRAINING
 
+from ddppo_hpc import evaluate
 from ddppo_hpc.data import read_swf
 from ddppo_hpc.evaluate import windows_of
 from ddppo_hpc.results import read_results, t_quantile
@@ -199,3 +200,39 @@ def test_bad_input_is_one_line_and_exit_2(evaluated, tmp_path):
         out = subprocess.run(command, capture_output=True, text=True, timeout=300)
         assert out.returncode == 2, out.stderr
         assert len(out.stderr.strip().splitlines()) == 1 and message in out.stderr
+
+
+def without_first(weights: dict) -> None:
+    del weights[next(iter(weights))]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda c: c["config"]["policy"].update(hidden=64), "(mlp, hidden 64): encode.0.weight "
+         "is [32, 16] in the weights, [64, 16] in the policy"),
+        (lambda c: without_first(c["model"]), "hidden 32): no encode.0.weight in the weights"),
+        (lambda c: c["model"].update(extra=torch.zeros(1)), "extra in the weights is not in the"),
+        (lambda c: c["config"]["policy"].update(hidden="wide"), "'policy.hidden' must be int"),
+    ],
+)  # fmt: skip
+def test_a_checkpoint_whose_config_and_weights_disagree_is_one_line(
+    evaluated, tmp_path, change, message, capsys
+):
+    checkpoint = torch.load(evaluated["run"] / "checkpoint.pt", weights_only=False)
+    change(checkpoint)
+    torch.save(checkpoint, tmp_path / "checkpoint.pt")
+    argv = ["--trace", str(evaluated["swf"]), "--windows", "1", "--jobs", "10"]
+    assert evaluate.main(["--checkpoint", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and f"evaluate: error: {tmp_path / 'checkpoint.pt'}: " in err[0]
+    assert message in err[0]
+
+
+def test_evaluate_does_not_write_over_its_checkpoint(evaluated, capsys):
+    checkpoint = evaluated["run"] / "checkpoint.pt"
+    before = checkpoint.read_bytes()
+    argv = ["--checkpoint", str(evaluated["run"]), "--out", str(checkpoint)]
+    assert evaluate.main([*argv, "--windows", "1", "--jobs", "10"]) == 2
+    assert f"{checkpoint}: would replace {checkpoint}, an input" in capsys.readouterr().err
+    assert checkpoint.read_bytes() == before

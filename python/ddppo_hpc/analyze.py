@@ -16,7 +16,9 @@ learning_curve.png.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
+import io
 import json
 import sys
 from pathlib import Path
@@ -26,7 +28,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ddppo_hpc.io import atomic_write
+from ddppo_hpc.io import atomic_write, output_errors
 from ddppo_hpc.results import LOWER_IS_BETTER, METRICS, Results, read_results
 
 HEADINGS = {
@@ -37,6 +39,7 @@ HEADINGS = {
 }
 DIGITS = {"avg_bsld": 2, "avg_wait": 0, "utilization": 3, "jain_user_bsld": 3}
 README_BEGIN, README_END = "<!-- results-table:begin -->", "<!-- results-table:end -->"
+LEARNING_CURVE = ("update", "episode_bsld")  # the columns of metrics.h5 it plots
 
 
 def best_rows(summary: dict, metric: str) -> set[int]:
@@ -52,13 +55,22 @@ def best_rows(summary: dict, metric: str) -> set[int]:
     return best
 
 
+def read_text(path: str | Path) -> str:
+    """A UTF-8 text input; ValueError naming it when it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text") from None
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read: {(e.strerror or str(e)).lower()}") from None
+
+
 def read_published(path: str | None) -> dict[tuple[str, str], tuple[float, str]]:
     """(scheduler, backfill) -> (published avg bsld, source), from a CSV with the columns
     scheduler, backfill, avg_bsld, source."""
     if path is None:
         return {}
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = list(csv.DictReader(io.StringIO(read_text(path), newline="")))
     published = {}
     for line, row in enumerate(rows, start=2):
         try:
@@ -129,24 +141,25 @@ def schedulers(results: Results) -> list[str]:
     return list(dict.fromkeys(results.summary["policy"]))
 
 
-def save(fig: Figure, path: Path) -> None:
+def png(fig: Figure) -> bytes:
     fig.tight_layout()
     FigureCanvasAgg(fig)  # the figure draws on the Agg canvas
-    with atomic_write(path, "wb") as f:
-        fig.savefig(f, format="png", dpi=110)
+    image = io.BytesIO()
+    fig.savefig(image, format="png", dpi=110)
+    return image.getvalue()
 
 
-def plot_bsld_windows(results: Results, path: Path) -> None:
+def plot_bsld_windows(results: Results) -> Figure:
     w, names = results.windows, schedulers(results)
     fig, pairs = panels(results, "Average bounded slowdown per window", "avg bsld")
     for backfill, ax in pairs:
         data = [w["avg_bsld"][(w["policy"] == p) & (w["backfill"] == backfill)] for p in names]
         ax.boxplot(data, tick_labels=names)
         ax.set_yscale("log")
-    save(fig, path)
+    return fig
 
 
-def plot_wait_cdf(results: Results, path: Path) -> None:
+def plot_wait_cdf(results: Results) -> Figure:
     j = results.jobs
     fig, pairs = panels(results, "Cumulative wait distribution", "fraction of jobs")
     for backfill, ax in pairs:
@@ -156,7 +169,7 @@ def plot_wait_cdf(results: Results, path: Path) -> None:
         ax.set_xscale("log")
         ax.set_xlabel("wait + 1 (s)")
         ax.legend()
-    save(fig, path)
+    return fig
 
 
 def busy_fraction(start, end, procs, machine: int, bins: int = 40):
@@ -168,7 +181,7 @@ def busy_fraction(start, end, procs, machine: int, bins: int = 40):
     return (lo[:, 0] + hi[:, 0]) / 2, busy
 
 
-def plot_utilization(results: Results, path: Path) -> None:
+def plot_utilization(results: Results) -> Figure:
     j, machine = results.jobs, results.attrs["machine_procs"]
     title = "Busy processors over time (window 0)"
     fig, pairs = panels(results, title, "fraction of the machine")
@@ -182,10 +195,10 @@ def plot_utilization(results: Results, path: Path) -> None:
             ax.plot((t - origin) / 3600, busy, label=p)
         ax.set_xlabel("hours since the window's first submit")
         ax.legend(loc="lower center", ncols=3, fontsize="small")
-    save(fig, path)
+    return fig
 
 
-def plot_user_bsld(results: Results, path: Path) -> None:
+def plot_user_bsld(results: Results) -> Figure:
     j = results.jobs
     title = "Per-user average bounded slowdown (fairness), users sorted"
     fig, pairs = panels(results, title, "user's avg bsld")
@@ -198,12 +211,33 @@ def plot_user_bsld(results: Results, path: Path) -> None:
         ax.set_yscale("log")
         ax.set_xlabel("user rank")
         ax.legend()
-    save(fig, path)
+    return fig
 
 
-def plot_learning_curve(metrics: Path, path: Path) -> None:
-    with h5py.File(metrics, "r") as f:
-        update, bsld = f["update"][...], f["episode_bsld"][...]
+PLOTS = {
+    "bsld_windows.png": plot_bsld_windows,
+    "wait_cdf.png": plot_wait_cdf,
+    "utilization.png": plot_utilization,
+    "user_bsld.png": plot_user_bsld,
+}
+
+
+def read_learning_curve(metrics: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(update, training episodes' avg bsld) from a run's metrics.h5."""
+    try:
+        with h5py.File(metrics, "r") as f:
+            missing = [n for n in LEARNING_CURVE if not isinstance(f.get(n), h5py.Dataset)]
+            if missing:
+                raise ValueError(f"{metrics}: not a training metrics file: no {', '.join(missing)}")
+            update, bsld = (f[name][...] for name in LEARNING_CURVE)
+    except OSError as e:
+        raise ValueError(f"{metrics}: cannot read metrics ({str(e).splitlines()[0]})") from None
+    if update.ndim != 1 or update.shape != bsld.shape:
+        raise ValueError(f"{metrics}: update and episode_bsld are not columns of one table")
+    return update, bsld
+
+
+def plot_learning_curve(update: np.ndarray, bsld: np.ndarray, run: str) -> Figure:
     fig = Figure(figsize=(7, 4.5))
     ax = fig.subplots()
     ax.plot(update, bsld, alpha=0.4, label="per update")
@@ -214,10 +248,10 @@ def plot_learning_curve(metrics: Path, path: Path) -> None:
     ax.set_xlabel("update")
     ax.set_ylabel("training episodes' avg bsld")
     ax.set_yscale("log")
-    ax.set_title(f"Learning curve ({metrics.parent.name})")
+    ax.set_title(f"Learning curve ({run})")
     ax.grid(alpha=0.3)
     ax.legend()
-    save(fig, path)
+    return fig
 
 
 def metrics_file(results: Results, given: str | None) -> Path | None:
@@ -231,41 +265,47 @@ def metrics_file(results: Results, given: str | None) -> Path | None:
     return found if found and found.is_file() else None
 
 
-def update_readme(readme: Path, body: str) -> None:
-    """Replaces the README's block between the results-table markers with `body`."""
-    text = readme.read_text()
+def readme_block(readme: Path) -> tuple[str, str]:
+    """The README's text before and after its results-table block."""
+    text = read_text(readme)
     if README_BEGIN not in text or README_END not in text:
         raise ValueError(f"{readme}: no {README_BEGIN} ... {README_END} block to replace")
     head, rest = text.split(README_BEGIN, 1)
-    tail = rest.split(README_END, 1)[1]
-    with atomic_write(readme) as f:
-        f.write(f"{head}{README_BEGIN}\n{body}{README_END}{tail}")
+    return head, rest.split(README_END, 1)[1]
 
 
-def analyze(args: argparse.Namespace) -> list[Path]:
+def outputs(args: argparse.Namespace) -> dict[Path, bytes]:
+    """Every output file and its contents. Every input is read and checked first: a bad
+    one stops the analysis before anything is written."""
     results = read_results(args.results)
     published = read_published(args.published)
-    out = Path(args.out or Path(args.results).with_suffix(""))
-    out.mkdir(parents=True, exist_ok=True)
-    body = report(results, published)
-    with atomic_write(out / "results.md") as f:
-        f.write("# Evaluation results\n\n" + body)
-    plots = {
-        "bsld_windows.png": plot_bsld_windows,
-        "wait_cdf.png": plot_wait_cdf,
-        "utilization.png": plot_utilization,
-        "user_bsld.png": plot_user_bsld,
-    }
-    for name, plot in plots.items():
-        plot(results, out / name)
-    written = [out / "results.md", *(out / name for name in plots)]
     metrics = metrics_file(results, args.metrics)
-    if metrics is not None:
-        plot_learning_curve(metrics, out / "learning_curve.png")
-        written.append(out / "learning_curve.png")
-    if args.readme:
-        update_readme(Path(args.readme), body)
-    return written
+    curve = read_learning_curve(metrics) if metrics else None
+    readme = readme_block(Path(args.readme)) if args.readme else None
+    out = Path(args.out or Path(args.results).with_suffix(""))
+    body = report(results, published)
+    files = {out / "results.md": f"# Evaluation results\n\n{body}".encode()}
+    for name, plot in PLOTS.items():
+        files[out / name] = png(plot(results))
+    if curve is not None:
+        files[out / "learning_curve.png"] = png(plot_learning_curve(*curve, metrics.parent.name))
+    if readme is not None:
+        files[Path(args.readme)] = (
+            f"{readme[0]}{README_BEGIN}\n{body}{README_END}{readme[1]}".encode()
+        )
+    return files
+
+
+def write_all(files: dict[Path, bytes]) -> None:
+    """Writes every file or none: each goes to a temp file, and the temp files are renamed
+    only once all are written (a full disk fails at a write or flush, inside the block)."""
+    with contextlib.ExitStack() as stack:
+        for path, data in files.items():
+            with output_errors(path.parent):
+                path.parent.mkdir(parents=True, exist_ok=True)
+            f = stack.enter_context(atomic_write(path, "wb"))
+            f.write(data)
+            f.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -281,11 +321,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--readme", help="a Markdown file whose results-table block is replaced")
     args = p.parse_args(argv)
     try:
-        written = analyze(args)
+        files = outputs(args)
+        write_all(files)
     except (OSError, ValueError) as e:
         print(f"python -m ddppo_hpc.analyze: error: {e}", file=sys.stderr)
         return 2
-    print("\n".join(str(path) for path in written))
+    print("\n".join(str(path) for path in files))
     return 0
 
 

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import hashlib
 import json
 import pickle
 import platform
 import shlex
 import sys
+import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -33,7 +35,7 @@ import torch
 from mpi4py import MPI
 
 import ddppo_hpc
-from ddppo_hpc.args import names
+from ddppo_hpc.args import SEED_MAX, bounded_int, names
 from ddppo_hpc.config import ConfigError, EnvConfig, TrainConfig, from_dict
 from ddppo_hpc.data import read_swf
 from ddppo_hpc.data.store import TraceStore
@@ -43,6 +45,7 @@ from ddppo_hpc.dist.control import CHECKPOINT
 from ddppo_hpc.env import EPISODE_METRICS, VecSchedulingEnv
 from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
+from ddppo_hpc.io import output_errors
 from ddppo_hpc.policy import build_policy, decide, initial_memory
 from ddppo_hpc.results import Outcome, results_of, write_results
 from ddppo_hpc.sim import BACKFILLS, POLICIES, PROTOCOL_JOBS, PROTOCOL_WINDOWS, simulate
@@ -119,6 +122,68 @@ def load_checkpoint(path: str) -> tuple[dict, Path]:
     return checkpoint, file
 
 
+def run_config(loaded: tuple[dict, Path] | None) -> TrainConfig:
+    """The evaluated run's configuration (the defaults without a checkpoint); ConfigError
+    naming the checkpoint when its config is not valid."""
+    if loaded is None:
+        return TrainConfig()
+    try:
+        return from_dict(loaded[0]["config"])
+    except ConfigError as e:
+        raise ConfigError(f"{loaded[1]}: {e}") from None
+
+
+def trained_policy(loaded: tuple[dict, Path], config: TrainConfig, *features: int):
+    """The checkpoint's policy, built as its config says, with its weights; ValueError
+    naming the checkpoint when config and weights disagree."""
+    checkpoint, file = loaded
+    model = build_policy(config.policy, *features)
+    problem = weights_problem(model.state_dict(), checkpoint["model"])
+    if problem:
+        p = config.policy
+        raise ValueError(
+            f"{file}: its weights do not fit its config's policy ({p.name}, hidden {p.hidden}):"
+            f" {problem}"
+        )
+    model.load_state_dict(checkpoint["model"])
+    return model
+
+
+def weights_problem(expected: dict, saved: object) -> str | None:
+    """How `saved` differs from a model's `expected` state dict (the first difference), or
+    None when it fits."""
+    if not isinstance(saved, dict):
+        return f"the weights are a {type(saved).__name__}, not a state dict"
+    for name, tensor in expected.items():
+        if name not in saved:
+            return f"no {name} in the weights"
+        shape = tuple(getattr(saved[name], "shape", ()))
+        if shape != tuple(tensor.shape):
+            return f"{name} is {list(shape)} in the weights, {list(tensor.shape)} in the policy"
+    unexpected = [name for name in saved if name not in expected]
+    return f"{unexpected[0]} in the weights is not in the policy" if unexpected else None
+
+
+def check_output(path: str) -> None:
+    """Refuses an output that could not be written, before the evaluation: an existing
+    directory, or a folder that is missing or takes no new file."""
+    target = Path(path)
+    with output_errors(target):
+        if target.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a directory")
+        tempfile.TemporaryFile(dir=target.parent).close()
+
+
+def not_an_input(out: str, inputs: list) -> None:
+    """Refuses an output that would replace an input: the checkpoint, the trace file, or a
+    file in the trace's store."""
+    target = Path(out).resolve()
+    for given in map(Path, inputs):
+        where = given.resolve()
+        if target == where or (where.is_dir() and where in target.parents):
+            raise ValueError(f"{out}: would replace {given}, an input: write the results elsewhere")
+
+
 def evaluation_trace(config: TrainConfig, trace_path: str | None) -> tuple[Trace, str | None]:
     """The trace to evaluate on and its path (None for the embedded workload)."""
     path = trace_path or (None if config.data.trace == "synthetic" else config.data.trace)
@@ -151,10 +216,10 @@ def windows_of(trace_jobs: int, args: argparse.Namespace) -> tuple[list, dict]:
     if args.windows is None:
         spec = {"kind": "rlscheduler", "windows": PROTOCOL_WINDOWS, "jobs": PROTOCOL_JOBS}
         return rlscheduler_windows(trace_jobs), {**spec, "start": 0}
-    if not 0 < args.jobs <= trace_jobs or args.windows <= 0:
+    if args.jobs > trace_jobs or args.windows > trace_jobs:
         raise ValueError(
-            f"--windows {args.windows} --jobs {args.jobs}: need positive counts and windows "
-            f"within the trace's {trace_jobs} jobs"
+            f"--windows {args.windows} --jobs {args.jobs}: need windows within the trace's "
+            f"{trace_jobs} jobs, and at most as many windows as jobs"
         )
     rng = np.random.default_rng(args.seed)
     firsts = np.sort(rng.integers(0, trace_jobs - args.jobs + 1, args.windows))
@@ -170,19 +235,17 @@ def versions() -> dict:
     return found
 
 
-def prepare(args: argparse.Namespace, loaded: tuple[dict, Path] | None) -> dict:
+def prepare(args: argparse.Namespace, loaded: tuple[dict, Path] | None, config: TrainConfig):
     """What every rank needs: trace, windows, model, schedulers, and the file's attributes;
-    `loaded`: the checkpoint and its file, if any."""
+    `loaded`: the checkpoint and its file, if any; `config`: the run's."""
     checkpoint, file = loaded or (None, None)
-    config = from_dict(checkpoint["config"]) if checkpoint else TrainConfig()
     policies = args.policies or ([TRAINED] if checkpoint else []) + list(POLICIES)
     if TRAINED in policies and checkpoint is None:
         raise ValueError(f"--policies {TRAINED} needs --checkpoint")
-    model = None
-    if checkpoint:
-        model = build_policy(config.policy)
-        model.load_state_dict(checkpoint["model"])
+    model = trained_policy(loaded, config) if loaded else None
     trace, path = evaluation_trace(config, args.trace)
+    if args.out:
+        not_an_input(args.out, [p for p in (file, path) if p])
     spans, spec = windows_of(len(trace), args)
     attrs = {
         "config": json.dumps(checkpoint["config"] if checkpoint else None),
@@ -208,16 +271,14 @@ def prepare(args: argparse.Namespace, loaded: tuple[dict, Path] | None) -> dict:
     }
 
 
-def gpu_table(checkpoint: dict, args: argparse.Namespace) -> None:
+def gpu_table(loaded: tuple[dict, Path], config: TrainConfig, args: argparse.Namespace) -> None:
     """A GPU-mode run: its agent against every heuristic pair on held-out windows
     (docs/gpu.md), printed; the HDF5 results file is for HPC runs."""
-    config = from_dict(checkpoint["config"])
     if args.trace or args.out:
         raise ValueError("--trace and --out do not apply to a GPU-mode run")
     if args.validation and config.data.trace != "synthetic" and not config.gpu.validation_jobs:
         raise ValueError("--validation: the run kept no validation jobs (gpu.validation_jobs)")
-    policy = build_policy(config.policy, SLOT_FEATURES, GLOBAL_FEATURES)
-    policy.load_state_dict(checkpoint["model"])
+    policy = trained_policy(loaded, config, SLOT_FEATURES, GLOBAL_FEATURES)
     windows = args.windows or config.run.eval_windows
     rows = gpu_training.compare(config, policy, windows, args.validation)
     print("".join(f"{k:>16}" for k in rows[0]))
@@ -260,9 +321,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--policies", type=names((TRAINED, *POLICIES)), help="e.g. ddppo,sjf,f1")
     p.add_argument("--backfill", type=names(BACKFILLS), help="e.g. none,easy (default: the run's)")
     p.add_argument("--protocol", choices=("rlscheduler",), help="the default windows")
-    p.add_argument("--windows", type=int, metavar="N", help="N windows at random starts")
-    p.add_argument("--jobs", type=int, metavar="M", help="jobs per window (with --windows)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the window starts (default 0)")
+    p.add_argument("--windows", type=bounded_int(1), metavar="N", help="N windows, random starts")
+    p.add_argument("--jobs", type=bounded_int(1), metavar="M", help="jobs per window (--windows)")
+    p.add_argument(
+        "--seed", type=bounded_int(0, SEED_MAX), default=0, help="seed of the window starts (0)"
+    )
     p.add_argument("--full", action="store_true", help="one window: the whole trace")
     p.add_argument("--out", metavar="RESULTS.h5", help="write the HDF5 results file")
     p.add_argument(
@@ -287,11 +350,14 @@ def main(argv: list[str] | None = None, comm: MPI.Comm | None = None) -> int:
     # a shared or oversubscribed node that cost 100x the CPU time of the work itself.
     torch.set_num_threads(1)
     try:
+        if args.out and comm.rank == 0:  # the writer: it finds out before the others wait
+            check_output(args.out)
         loaded = load_checkpoint(args.checkpoint) if args.checkpoint else None
-        if loaded and from_dict(loaded[0]["config"]).gpu.mode != "off":
-            gpu_table(loaded[0], args)
+        config = run_config(loaded)
+        if config.gpu.mode != "off":
+            gpu_table(loaded, config, args)
             return 0
-        setup = prepare(args, loaded)
+        setup = prepare(args, loaded, config)
         error = None
     except (ConfigError, TraceError, OSError, ValueError) as e:
         error = str(e)

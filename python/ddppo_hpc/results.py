@@ -4,7 +4,10 @@ metrics and per-scheduler summaries with 95% t-intervals over windows, in one HD
 from __future__ import annotations
 
 import functools
+import io
+import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +49,12 @@ SUMMARY_COLUMNS = {
     "windows": "i4",
     **{f"{m}_{part}": "f8" for m in METRICS for part in ("mean", "low", "high")},
 }
+
+TABLES = {"jobs": JOB_COLUMNS, "windows": WINDOW_COLUMNS, "summary": SUMMARY_COLUMNS}
+ATTRIBUTES = ("schema_version", "config", "checkpoint", "checkpoint_update", "versions")
+ATTRIBUTES += ("trace", "trace_sha256", "machine_procs", "command", "window_spec")
+ATTRIBUTES += ("policies", "backfills", "ranks")
+JSON_ATTRIBUTES = ("config", "versions", "window_spec")
 
 
 @dataclass(frozen=True)
@@ -140,16 +149,19 @@ def results_of(outcomes: list[Outcome], trace, attrs: dict) -> Results:
 
 
 def write_results(path: str | Path, results: Results) -> None:
-    """Writes the results file atomically (temp file, then rename)."""
-    groups = (("jobs", JOB_COLUMNS), ("windows", WINDOW_COLUMNS), ("summary", SUMMARY_COLUMNS))
-    with atomic_write(path, "w+b") as f, h5py.File(f, "w") as h5:
+    """Writes the results file atomically. The HDF5 image is built in memory, so that a
+    full disk fails in one plain write (OutputError naming `path`), never inside HDF5."""
+    image = io.BytesIO()
+    with h5py.File(image, "w") as h5:
         for name, value in results.attrs.items():
             h5.attrs[name] = value
-        for group, dtypes in groups:
+        for group, dtypes in TABLES.items():
             g = h5.create_group(group)
             compress = {"compression": "gzip"} if group == "jobs" else {}
             for name, column in _columns(getattr(results, group), dtypes).items():
                 g.create_dataset(name, data=column, **compress)
+    with atomic_write(path, "wb") as f:
+        f.write(image.getbuffer())
 
 
 def _decoded(table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -157,19 +169,48 @@ def _decoded(table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def read_results(path: str | Path) -> Results:
-    """A results file; a file that is not one raises ValueError naming it."""
+    """A results file, checked against its schema (docs/results.md): a file that is not
+    one, or lacks a table, column or attribute, raises ValueError naming it and the part."""
     try:
         with h5py.File(path, "r") as f:
             if f.attrs.get("schema_version") != SCHEMA_VERSION:
                 raise ValueError(f"{path}: not a ddppo-hpc results file (schema version)")
+            problem = _schema_problem(f)
+            if problem:
+                raise ValueError(f"{path}: not a complete results file: {problem}")
             attrs = {k: _plain(v) for k, v in f.attrs.items()}
-            groups = [
-                _decoded({name: f[g][name][...] for name in f[g]})
-                for g in ("jobs", "windows", "summary")
-            ]
-    except (OSError, KeyError) as e:
-        raise ValueError(f"{path}: cannot read results ({e})") from e
+            groups = [_decoded({n: f[g][n][...] for n in dtypes}) for g, dtypes in TABLES.items()]
+    except OSError as e:  # h5py's message spells out its flags; errno says it shorter
+        why = os.strerror(e.errno).lower() if e.errno else str(e).splitlines()[0]
+        raise ValueError(f"{path}: cannot read results ({why})") from None
     return Results(attrs, *groups)
+
+
+def _schema_problem(f: h5py.File) -> str | None:
+    """What `f` lacks of the schema, in words; None when it has every part."""
+    for name in ATTRIBUTES:
+        if name not in f.attrs:
+            return f"no attribute {name}"
+    for name in JSON_ATTRIBUTES:
+        try:
+            json.loads(f.attrs[name])
+        except (TypeError, ValueError):
+            return f"attribute {name} is not JSON"
+    for group, dtypes in TABLES.items():
+        if not isinstance(f.get(group), h5py.Group):
+            return f"no {group}"
+        first = next(iter(dtypes))
+        for name, dtype in dtypes.items():
+            column = f[group].get(name)
+            if not isinstance(column, h5py.Dataset):
+                return f"no {group}/{name}"
+            if column.dtype.kind != np.dtype(dtype).kind or column.ndim != 1:
+                return f"{group}/{name} is not a column of {np.dtype(dtype)}"
+            if len(column) != len(f[group][first]):
+                return (
+                    f"{group}/{name} has {len(column)} rows, {group}/{first} {len(f[group][first])}"
+                )
+    return None
 
 
 def _plain(value):
