@@ -10,7 +10,8 @@ and 95% t-interval over windows per metric and scheduler, the best mean per back
 bold) and bsld_windows.png (per-window average bsld), wait_cdf.png (cumulative wait
 distribution), utilization.png (busy processors over time in the first window),
 user_bsld.png (per-user average bsld: fairness) and, when the run's metrics.h5 is found,
-learning_curve.png.
+learning_curve.png. Every input is read and checked before anything is written, and the
+outputs (with --readme's block) are replaced together or not at all.
 """
 
 from __future__ import annotations
