@@ -47,7 +47,9 @@ nb::tuple parse_swf(nb::bytes text, bool skip_bad) {
   }
   nb::list fields;
   for (auto& f : c.fields) fields.append(to_numpy(std::move(f)));
-  return nb::make_tuple(fields, c.header, c.skipped);
+  nb::list header;  // as bytes: old logs may write their comments in Latin-1
+  for (const auto& line : c.header) header.append(nb::bytes(line.data(), line.size()));
+  return nb::make_tuple(fields, header, c.skipped);
 }
 
 nb::tuple simulate(Column<int64_t> id, Column<double> submit, Column<double> runtime,
@@ -144,7 +146,7 @@ ddppo::Outputs outputs_of(const PyBatchEnv& e) {
 NB_MODULE(_core, m) {
   m.doc() = "ddppo-hpc C++ core: SWF parsing and the cluster simulator";
   m.def("parse_swf", &parse_swf, "text"_a, "skip_bad"_a = false,
-        "Parses SWF text: (18 field arrays in file order, header lines, lines skipped).");
+        "Parses SWF text: (18 field arrays in file order, header lines as bytes, skipped).");
   m.def("simulate", &simulate, "id"_a, "submit"_a, "runtime"_a, "requested_time"_a, "procs"_a,
         "user"_a, "machine_procs"_a, "policy"_a, "backfill"_a, "begin"_a, "end"_a,
         "Simulates jobs [begin, end) with a heuristic; returns (start times, metrics).");

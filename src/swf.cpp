@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstddef>
+#include <cstdio>
 #include <stdexcept>
 
 namespace ddppo {
@@ -38,6 +40,24 @@ const char* parse_number(const char* first, const char* last, double& value) {
 
 std::string field_name(int k) { return "field " + std::to_string(k + 1) + " (" + kNames[k] + ")"; }
 
+// A bad field as its message quotes it: its first 40 bytes, any byte that is not printable
+// ASCII as \xHH, so that a binary or non-UTF-8 line still makes a short message of text.
+std::string quoted(const char* first, const char* last) {
+  constexpr std::ptrdiff_t kShown = 40;
+  std::string out = "'";
+  for (const char* p = first; p != last && p - first < kShown; ++p) {
+    auto c = static_cast<unsigned char>(*p);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out + (last - first > kShown ? "'..." : "'");
+}
+
 // Reads the first 18 fields of a job line into `f`; returns an error message, or "".
 std::string read_fields(std::string_view line, size_t p, double* f) {
   for (int k = 0; k < kSwfFields; ++k) {
@@ -49,7 +69,7 @@ std::string read_fields(std::string_view line, size_t p, double* f) {
     if (!end || (end != last && !is_space(*end)) || !std::isfinite(f[k])) {
       const char* tok_end = first;
       while (tok_end != last && !is_space(*tok_end)) ++tok_end;
-      return field_name(k) + " is not a number: '" + std::string(first, tok_end) + "'";
+      return field_name(k) + " is not a number: " + quoted(first, tok_end);
     }
     if (kInteger[k] && (f[k] != std::floor(f[k]) || std::fabs(f[k]) > 9e15))
       return field_name(k) + " is not an integer";

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ddppo_hpc.data import TraceError, read_swf
+from ddppo_hpc.data.swf import parse_swf
 
 
 def swf_line(id, submit, runtime, alloc, req_procs=-1, req_time=-1, user=1, group=2, queue=3):
@@ -90,9 +91,33 @@ def test_malformed_line_names_file_line_and_field(tmp_path, line, message):
     assert message in str(e.value)
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"), [(b"\xff\xfe7", r"'\xff\xfe7'"), (b"x" * 100, "'" + "x" * 40 + "'...")]
+)
+def test_a_bad_field_is_quoted_short_and_escaped(tmp_path, value, shown):
+    """A field that is not text, or very long, still makes a short message of valid text."""
+    fields = swf_line(1, 0, 5, 2).encode().split()
+    fields[4] = value
+    path = tmp_path / "t.swf"
+    path.write_bytes(b" ".join(fields) + b"\n")
+    with pytest.raises(TraceError) as e:
+        read_swf(path)
+    assert str(e.value) == f"{path}:1: field 5 (allocated procs) is not a number: {shown}"
+
+
+def test_a_header_in_another_encoding_is_read(tmp_path):
+    """Old logs may carry Latin-1 comments: the header is read as UTF-8 with replacements."""
+    path = tmp_path / "t.swf"
+    path.write_bytes(b"; Note: caf\xe9\n; MaxProcs: 8\n" + swf_line(1, 0, 5, 2).encode() + b"\n")
+    log = parse_swf(path)
+    assert log.header == [" Note: caf\ufffd", " MaxProcs: 8"]
+    assert log.header_int("MaxProcs") == 8
+
+
 def test_missing_file_and_machine_smaller_than_every_job(tmp_path):
     with pytest.raises(TraceError, match="no such file"):
         read_swf(tmp_path / "absent.swf")
     path = write(tmp_path, swf_line(1, 0, 5, 4) + "\n" + swf_line(2, 0, 5, 6))
-    with pytest.raises(TraceError, match=r"machine \(2 procs\) is smaller than every job"):
+    match = r"2 larger than the machine \(2 procs; the smallest needs 4\)"
+    with pytest.raises(TraceError, match=match):
         read_swf(path, machine_procs=2)

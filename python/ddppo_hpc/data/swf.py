@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,10 @@ INTEGER_COLUMNS = frozenset(
      "queue", "partition", "preceding_job")
 )  # fmt: skip
 
+GZIP_MAGIC = b"\x1f\x8b"
+# Longest stretch without a line break a text log may have: SWF and CSV lines are a few
+# hundred bytes; a file without one is not a log (and would make a message that long).
+MAX_LINE = 1 << 16
 _LINE_ERROR = re.compile(r"line (\d+): (.*)", re.DOTALL)
 _HEADER_VALUE = re.compile(r"\s*(\w+)\s*:\s*(.*?)\s*$")
 
@@ -48,26 +53,54 @@ class SwfLog:
         return -1
 
 
-def read_bytes(path: str | Path) -> bytes:
-    """The file's bytes, decompressed when it is gzip (by its magic number, not its name)."""
+def read_bytes(path: str | Path, limit: int = -1) -> bytes:
+    """A text log's bytes (its first `limit` with a limit), decompressed when it is gzip (by
+    its magic number, not its name). Anything else (a device, a pipe, a directory, binary
+    data, no line break) is refused with one line naming the file, before it is read whole."""
+    path = Path(path)
+    _check_regular(path)
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            gzipped = f.read(2) == GZIP_MAGIC
+            f.seek(0)
+            data = (gzip.GzipFile(fileobj=f) if gzipped else f).read(limit)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+        raise TraceError(f"{path}: corrupt gzip data: {e}") from None
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read: {e.strerror or e}") from None
+    _check_text(path, data)
+    return data
+
+
+def _check_regular(path: Path) -> None:
+    try:
+        mode = path.stat().st_mode
     except FileNotFoundError:
         raise TraceError(f"{path}: no such file") from None
     except OSError as e:
         raise TraceError(f"{path}: cannot read: {e.strerror}") from None
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise TraceError(f"{path}: corrupt gzip data: {e}") from None
-    return data
+    if not stat.S_ISREG(mode):
+        raise TraceError(f"{path}: not a regular file; give a text log")
+
+
+def _check_text(path: Path, data: bytes) -> None:
+    """Text logs have no NUL byte and short lines; looking costs a memchr per MAX_LINE."""
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise TraceError(f"{path}: binary data (a NUL byte at offset {nul}); give a text log")
+    for start in range(0, len(data) - MAX_LINE + 1, MAX_LINE):
+        if data.find(b"\n", start, start + MAX_LINE) < 0:
+            raise TraceError(
+                f"{path}: no line break within {MAX_LINE >> 10} KiB (from byte {start}); "
+                "give a text log"
+            )
 
 
 def parse_swf(path: str | Path, skip_bad: bool = False) -> SwfLog:
     """Parses an SWF log; a malformed line raises `file:line: field ...` unless skip_bad."""
+    text = read_bytes(path)
     try:
-        fields, header, skipped = _core.parse_swf(read_bytes(path), skip_bad)
+        fields, header, skipped = _core.parse_swf(text, skip_bad)
     except ValueError as e:
         match = _LINE_ERROR.match(str(e))
         raise TraceError(f"{path}:{match[1]}: {match[2]}" if match else f"{path}: {e}") from None
@@ -75,6 +108,7 @@ def parse_swf(path: str | Path, skip_bad: bool = False) -> SwfLog:
         name: values.astype(np.int64) if name in INTEGER_COLUMNS else values
         for name, values in zip(SWF_COLUMNS, fields)
     }
+    header = [line.decode("utf-8", errors="replace") for line in header]
     return SwfLog(str(path), columns, header, skipped)
 
 

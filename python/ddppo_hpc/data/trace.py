@@ -84,28 +84,35 @@ def cleaning(
     if machine_procs is not None and machine_procs <= 0:
         raise TraceError(f"machine size must be a positive number of procs, not {machine_procs}")
     machine = machine_procs or (header_max_procs if header_max_procs > 0 else header_max_nodes)
-    if machine <= 0:
-        if not valid.any():
-            raise TraceError(f"{source}: no job has a valid runtime and procs")
-        machine = int(procs[valid].max())
+    if machine <= 0:  # the largest job sizes the machine (0 when no job is valid)
+        machine = int(procs[valid].max(initial=0))
     too_large = valid & (procs > machine)
     keep = valid & ~too_large
-    if len(ids) and not keep.any():
-        smallest = int(procs[valid].min()) if valid.any() else 0
-        raise TraceError(
-            f"{source}: the machine ({machine} procs) is smaller than every job"
-            + (f" (the smallest needs {smallest})" if smallest else "")
-        )
-    if not keep.any():
-        raise TraceError(f"{source}: the trace has no jobs")
-    order = np.flatnonzero(keep)
-    order = order[np.lexsort((ids[order], submit[order]))]
     dropped = {
         "negative_runtime": int(negative_runtime.sum()),
         "no_procs": int(no_procs.sum()),
         "too_large": int(too_large.sum()),
     }
+    if not keep.any():
+        raise TraceError(_nothing_kept(source, len(ids), dropped, machine, procs[valid]))
+    order = np.flatnonzero(keep)
+    order = order[np.lexsort((ids[order], submit[order]))]
     return Cleaning(order, procs, requested, dropped, int(machine))
+
+
+def _nothing_kept(
+    source: str, jobs: int, dropped: dict[str, int], machine: int, valid_procs: np.ndarray
+) -> str:
+    """Why a trace has no job left: how many each drop rule took."""
+    if jobs == 0:
+        return f"{source}: the trace has no jobs"
+    reasons = {"negative_runtime": "with a negative runtime", "no_procs": "with no procs"}
+    if dropped["too_large"]:
+        reasons["too_large"] = (
+            f"larger than the machine ({machine} procs; the smallest needs {valid_procs.min()})"
+        )
+    counts = ", ".join(f"{n} {reasons[reason]}" for reason, n in dropped.items() if n)
+    return f"{source}: every one of the {jobs} jobs was dropped: {counts}"
 
 
 def clean(
