@@ -82,7 +82,7 @@ def test_all_policies_and_backfills_print_a_table(tmp_path):
     [
         (["--trace", "absent.swf"], "absent.swf: no such file"),
         (["--policy", "lottery"], "invalid choice: 'lottery'"),
-        (["--procs", "0"], "machine size must be a positive number of procs"),
+        (["--procs", "0"], "argument --procs: 0 is outside 1..2147483647"),
         (["--start", "9"], "--start 9 is outside the trace's 4 jobs"),
     ],
 )
@@ -108,4 +108,4 @@ def test_malformed_line_names_file_and_line(tmp_path):
 def test_machine_smaller_than_every_job(tmp_path):
     out = run("--trace", swf(tmp_path, [(1, 0, 5, 2, 5, 1), (2, 0, 5, 3, 5, 1)]), "--procs", 1)
     assert out.returncode == 2
-    assert "the machine (1 procs) is smaller than every job (the smallest needs 2)" in out.stderr
+    assert "2 larger than the machine (1 procs; the smallest needs 2)" in out.stderr

@@ -14,9 +14,10 @@ import pytest
 from ddppo_hpc.data import convert, read_swf
 from ddppo_hpc.data.cli import main as data_main
 from ddppo_hpc.data.sampler import EpisodeSampler
-from ddppo_hpc.data.store import CORE_COLUMNS, StoreWriter, TraceStore
+from ddppo_hpc.data.store import CORE_COLUMNS, TraceStore
 from ddppo_hpc.data.swf import SWF_COLUMNS
 from ddppo_hpc.data.trace import TraceError
+from ddppo_hpc.data.writer import StoreWriter
 from ddppo_hpc.sim import simulate
 
 
@@ -139,7 +140,7 @@ def test_schema_missing_truncated_and_altered_partitions(log, tmp_path):
     part = ds / "part-00001.h5"
     part.write_bytes(part.read_bytes()[:500])  # truncated
     assert TraceStore(ds).validate() == [f"{part}: checksum mismatch (altered or truncated)"]
-    with pytest.raises(TraceError, match=r"part-00001.h5: unreadable partition"):
+    with pytest.raises(TraceError, match=r"part-00001.h5: checksum mismatch"):
         TraceStore(ds).trace()
     part.unlink()
     with pytest.raises(TraceError, match=r"part-00001.h5: missing partition"):

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ddppo_hpc.args import SEED_MAX, bounded_int
 from ddppo_hpc.data import convert
-from ddppo_hpc.data.store import TraceStore
+from ddppo_hpc.data.store import TraceStore, validate
 from ddppo_hpc.data.trace import TraceError
 from ddppo_hpc.progress import Progress
 
@@ -46,20 +47,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="input files (SWF, plain or .gz; Philly CSV; Alibaba pods + nodes "
         "CSV), then the dataset directory to create",
     )
-    c.add_argument("--procs", type=int, help="machine size (default: from the logs)")
+    c.add_argument("--procs", type=bounded_int(1), help="machine size (default: from the logs)")
     c.add_argument(
         "--skip-bad", action="store_true", help="skip and count malformed lines instead of stopping"
     )
     g = sub.add_parser("generate", help="the synthetic multi-user workload into a dataset")
     g.add_argument("out_dir", type=Path, metavar="OUT_DIR")
-    g.add_argument("--jobs", type=int, required=True)
-    g.add_argument("--procs", type=int, default=256, help="machine size (default 256)")
-    g.add_argument("--users", type=int, default=64, help="users (default 64)")
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--jobs", type=bounded_int(1), required=True)
+    g.add_argument("--procs", type=bounded_int(1), default=256, help="machine size (default 256)")
+    g.add_argument("--users", type=bounded_int(1), default=64, help="users (default 64)")
+    g.add_argument("--seed", type=bounded_int(0, SEED_MAX), default=0)
     for command in (c, g):
         command.add_argument(
             "--partitions",
-            type=int,
+            type=bounded_int(1),
             default=1,
             help="partition files, contiguous in time (default 1)",
         )
@@ -148,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print_summary(summary)
     else:
-        problems = TraceStore(args.dataset).validate()
+        problems = validate(args.dataset)
         for line in problems:
             print(f"{PROG} validate: {line}", file=sys.stderr)
         if problems:

@@ -3,15 +3,15 @@ embedded synthetic workload."""
 
 from __future__ import annotations
 
-import gzip
 from pathlib import Path
 
 import numpy as np
 
 from ddppo_hpc.data import gpu, synthetic
-from ddppo_hpc.data.store import CHUNK_ROWS, CORE_COLUMNS, StoreWriter, sha256_of
-from ddppo_hpc.data.swf import INTEGER_COLUMNS, SWF_COLUMNS, log_cleaning, parse_swf
+from ddppo_hpc.data.store import CHUNK_ROWS, CORE_COLUMNS, sha256_of
+from ddppo_hpc.data.swf import INTEGER_COLUMNS, SWF_COLUMNS, log_cleaning, parse_swf, read_bytes
 from ddppo_hpc.data.trace import TraceError
+from ddppo_hpc.data.writer import StoreWriter, check_output
 from ddppo_hpc.progress import Progress
 
 # An SWF store keeps all 18 fields (SWF_COLUMNS), the contract's derived `procs` and
@@ -31,15 +31,7 @@ _HEADERS = {
 
 def input_kind(path: str | Path) -> str:
     """`swf`, `philly`, `alibaba_pods` or `alibaba_nodes`, from the file's first line."""
-    try:
-        with open(path, "rb") as raw:
-            gzipped = raw.read(2) == b"\x1f\x8b"
-        with (gzip.open if gzipped else open)(path, "rt", errors="replace") as f:
-            first = f.readline()
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except OSError as e:
-        raise TraceError(f"{path}: cannot read: {e}") from None
+    first = read_bytes(path, limit=4096).decode("utf-8", errors="replace")
     for prefix, kind in _HEADERS.items():
         if first.startswith(prefix):
             return kind
@@ -96,6 +88,7 @@ def convert_swf(
         partitions,
         SWF_STORE_COLUMNS,
         force,
+        inputs,
         kind="swf",
         machine=machine,
         sources=sources,
@@ -132,6 +125,7 @@ def convert_gpu(
         partitions,
         dtypes,
         force,
+        inputs,
         kind=trace.meta["kind"],
         machine=machine,
         sources=sources,
@@ -141,7 +135,9 @@ def convert_gpu(
 
 
 def convert(inputs: list[Path], out_dir: Path, **options) -> dict:
-    """Any supported logs into a store: SWF logs, or a GPU trace."""
+    """Any supported logs into a store: SWF logs, or a GPU trace. The output is checked
+    first (`check_output`), before the inputs are read."""
+    check_output(Path(out_dir), options.get("force", False), inputs)
     if all(input_kind(p) == "swf" for p in inputs):
         return convert_swf(inputs, out_dir, **options)
     return convert_gpu(inputs, out_dir, **options)
@@ -153,11 +149,12 @@ def _write(
     partitions: int,
     dtypes: dict,
     force: bool,
+    inputs: list[Path],
     **manifest,
 ) -> dict:
     jobs = len(columns["id"])
     progress = Progress(f"writing {out_dir}", jobs, "jobs")
-    with StoreWriter(out_dir, jobs, partitions, dtypes, force) as writer:
+    with StoreWriter(out_dir, jobs, partitions, dtypes, force, inputs) as writer:
         for start in range(0, jobs, 16 * CHUNK_ROWS):
             writer.append(
                 {name: values[start : start + 16 * CHUNK_ROWS] for name, values in columns.items()}

@@ -2,43 +2,26 @@
 
 A dataset directory holds `manifest.json` and partitions `part-00000.h5`, ...: one chunked,
 LZF-compressed dataset per job column, jobs in (submit, id) order, each partition a
-contiguous range of them. Writers fill a temporary directory beside the target and rename
-it at the end, so an interrupted run leaves no dataset behind. Readers stream a rank's
-partitions chunk by chunk with bounded memory.
+contiguous range of them. Readers stream a rank's partitions chunk by chunk with bounded
+memory, and verify each partition before its first read; the writer is in `writer.py`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import h5py
 import numpy as np
 
-from ddppo_hpc import __version__
+from ddppo_hpc.data.manifest import CORE_COLUMNS, MANIFEST, manifest_problems, read_manifest
 from ddppo_hpc.data.trace import Trace, TraceError
 
-SCHEMA_VERSION = 1
-MANIFEST = "manifest.json"
 CHUNK_ROWS = 1 << 16  # rows per HDF5 chunk, and per streamed chunk
 # LZF (shipped with h5py; other HDF5 tools need its filter plugin) writes twice as fast as
 # gzip level 1 with shuffle, for files about twice as large: conversion speed matters more.
 COMPRESSION = "lzf"
-# The columns the simulator reads; every store has them, whatever its source.
-CORE_COLUMNS = {
-    "id": np.int64,
-    "submit": np.float64,
-    "runtime": np.float64,
-    "requested_time": np.float64,
-    "procs": np.int32,
-    "user": np.int64,
-    "group": np.int64,
-    "queue": np.int64,
-}
 
 
 def partition_name(k: int) -> str:
@@ -53,160 +36,21 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-class StoreWriter:
-    """Writes `jobs` rows, appended in (submit, id) order, into `partitions` partitions.
-
-    Use as a context manager; `finish(...)` writes the manifest and renames the temporary
-    directory onto `out_dir`. Leaving the block without `finish`, or with an exception,
-    removes everything written.
-    """
-
-    def __init__(
-        self,
-        out_dir: str | Path,
-        jobs: int,
-        partitions: int,
-        columns: dict[str, type],
-        force: bool = False,
-    ):
-        self.out_dir = Path(out_dir)
-        if jobs <= 0:
-            raise TraceError(f"{out_dir}: a dataset needs at least one job")
-        if not 1 <= partitions <= jobs:
-            raise TraceError(
-                f"--partitions must be between 1 and the {jobs} jobs, not {partitions}"
-            )
-        if self.out_dir.exists() and not force:
-            raise TraceError(f"{out_dir} exists; add --force to replace it")
-        missing = set(CORE_COLUMNS) - set(columns)
-        if missing:
-            raise TraceError(f"store columns lack {', '.join(sorted(missing))}")
-        self.columns = {name: np.dtype(t) for name, t in columns.items()}
-        self.jobs = jobs
-        self.bounds = [k * jobs // partitions for k in range(partitions + 1)]
-        self.tmp = self.out_dir.parent / f".{self.out_dir.name}.tmp-{os.getpid()}"
-        _remove_stale_temporaries(self.out_dir)
-        shutil.rmtree(self.tmp, ignore_errors=True)
-        self.tmp.mkdir(parents=True)
-        self.written = 0
-        self.last_submit = -np.inf
-        self.file: h5py.File | None = None
-        self.partition = -1
-        self.parts: list[dict] = []
-
-    def __enter__(self) -> StoreWriter:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.file is not None:
-            self.file.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def append(self, chunk: dict[str, np.ndarray]) -> None:
-        """Adds the next rows; every column of the store must be there."""
-        n = len(chunk["id"])
-        if self.written + n > self.jobs:
-            raise TraceError(f"{self.out_dir}: more than the announced {self.jobs} jobs")
-        submit = chunk["submit"]
-        if n and (submit[0] < self.last_submit or np.any(np.diff(submit) < 0)):
-            raise TraceError(f"{self.out_dir}: jobs must be appended in submit order")
-        done = 0
-        while done < n:
-            if self.written == self.bounds[self.partition + 1] or self.file is None:
-                self._next_partition()
-            room = self.bounds[self.partition + 1] - self.written
-            take = min(room, n - done)
-            first = self.written - self.bounds[self.partition]
-            for name in self.columns:
-                self.file[name][first : first + take] = chunk[name][done : done + take]
-            span = self.parts[-1]["submit_range"]
-            span[:] = [
-                float(submit[done]) if first == 0 else span[0],
-                float(submit[done + take - 1]),
-            ]
-            done += take
-            self.written += take
-        if n:
-            self.last_submit = float(submit[-1])
-
-    def _next_partition(self) -> None:
-        if self.file is not None:
-            self.file.close()
-        self.partition += 1
-        rows = self.bounds[self.partition + 1] - self.bounds[self.partition]
-        name = partition_name(self.partition)
-        self.file = h5py.File(self.tmp / name, "w")
-        for column, dtype in self.columns.items():
-            self.file.create_dataset(
-                column,
-                shape=(rows,),
-                dtype=dtype,
-                chunks=(min(rows, CHUNK_ROWS),),
-                compression=COMPRESSION,
-            )
-        self.parts.append(
-            {
-                "file": name,
-                "first_job": self.bounds[self.partition],
-                "jobs": rows,
-                "submit_range": [None, None],
-            }
-        )
-
-    def finish(self, **manifest: object) -> Path:
-        """Writes the manifest (with `manifest` fields added) and publishes the dataset."""
-        if self.written != self.jobs:
-            raise TraceError(f"{self.out_dir}: {self.written} jobs written of {self.jobs}")
-        self.file.close()
-        self.file = None
-        for part in self.parts:
-            part["sha256"] = sha256_of(self.tmp / part["file"])
-        spans = [p["submit_range"] for p in self.parts]
-        document = {
-            "schema_version": SCHEMA_VERSION,
-            "created_by": f"ddppo-hpc {__version__}",
-            "jobs": self.jobs,
-            "time_span": [spans[0][0], spans[-1][1]],
-            "columns": {name: dtype.name for name, dtype in self.columns.items()},
-            "compression": COMPRESSION,
-            **manifest,
-            "partitions": self.parts,
-        }
-        (self.tmp / MANIFEST).write_text(json.dumps(document, indent=1) + "\n")
-        self.manifest = document
-        if self.out_dir.exists():  # --force: the old dataset goes only now
-            shutil.rmtree(self.out_dir)
-        os.replace(self.tmp, self.out_dir)
-        return self.out_dir
-
-
-def _remove_stale_temporaries(out_dir: Path) -> None:
-    """Temporary directories of writers that were killed (their process is gone)."""
-    for tmp in out_dir.parent.glob(f".{out_dir.name}.tmp-*"):
-        pid = tmp.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-
-
 class TraceStore:
-    """A dataset directory, opened by its manifest."""
+    """A dataset directory, opened by its manifest (checked whole when opened). Each
+    partition is verified (sha256, columns, lengths) before its first read, once per store:
+    a damaged file is refused, never read."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        manifest = self.path / MANIFEST
-        try:
-            self.manifest = json.loads(manifest.read_text())
-        except FileNotFoundError:
-            raise TraceError(f"{manifest}: no such file (not a dataset directory)") from None
-        except (OSError, ValueError) as e:
-            raise TraceError(f"{manifest}: unreadable: {e}") from None
-        version = self.manifest.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise TraceError(
-                f"{manifest}: schema version {version!r}, this ddppo-hpc reads {SCHEMA_VERSION}"
-            )
+        where = self.path / MANIFEST
+        self.manifest = read_manifest(where)
+        problems = manifest_problems(self.manifest, where)
+        if problems:
+            raise TraceError(problems[0])
         self.partitions: list[dict] = self.manifest["partitions"]
-        self.machine_procs = int(self.manifest["machine"]["procs"])
+        self.machine_procs: int = self.manifest["machine"]["procs"]
+        self._verified: set[int] = set()
 
     def __len__(self) -> int:
         return int(self.manifest["jobs"])
@@ -225,7 +69,7 @@ class TraceStore:
         first = self.partitions[mine[0]]["first_job"]
         return self.trace(first, sum(self.partitions[k]["jobs"] for k in mine))
 
-    def _open(self, k: int) -> h5py.File:
+    def _open_file(self, k: int) -> h5py.File:
         path = self.path / self.partitions[k]["file"]
         try:
             return h5py.File(path, "r")
@@ -233,6 +77,39 @@ class TraceStore:
             raise TraceError(f"{path}: missing partition") from None
         except OSError as e:
             raise TraceError(f"{path}: unreadable partition (truncated?): {e}") from None
+
+    def _open(self, k: int) -> h5py.File:
+        """Partition k, verified the first time."""
+        if k not in self._verified:
+            self._verify(k)
+            self._verified.add(k)
+        return self._open_file(k)
+
+    def _verify(self, k: int) -> None:
+        """Raises unless partition k has its manifest checksum and the manifest's columns,
+        dtypes and length."""
+        part = self.partitions[k]
+        path = self.path / part["file"]
+        try:
+            digest = sha256_of(path)
+        except FileNotFoundError:
+            raise TraceError(f"{path}: missing partition") from None
+        except OSError as e:
+            raise TraceError(f"{path}: unreadable partition: {e.strerror or e}") from None
+        if digest != part["sha256"]:
+            raise TraceError(f"{path}: checksum mismatch (altered or truncated)")
+        with self._open_file(k) as f:
+            for name, dtype in self.manifest["columns"].items():
+                column = f.get(name)
+                if not isinstance(column, h5py.Dataset):
+                    raise TraceError(f"{path}: column {name} is missing")
+                if column.shape != (part["jobs"],):
+                    raise TraceError(
+                        f"{path}: {name} has {column.shape[0] if column.shape else 0} rows, "
+                        f"the manifest says {part['jobs']}"
+                    )
+                if column.dtype != np.dtype(dtype):
+                    raise TraceError(f"{path}: {name} is {column.dtype}, the manifest says {dtype}")
 
     def read(
         self, k: int, start: int = 0, stop: int | None = None, columns=tuple(CORE_COLUMNS)
@@ -267,6 +144,8 @@ class TraceStore:
         """The named columns of jobs start .. start+jobs-1 of the whole store."""
         if not 0 <= start < len(self):
             raise TraceError(f"--start {start} is outside the dataset's {len(self)} jobs")
+        if jobs is not None and jobs < 1:
+            raise TraceError(f"{self.path}: a window needs at least one job, not {jobs}")
         stop = len(self) if jobs is None else min(len(self), start + jobs)
         pieces = []
         for k, part in enumerate(self.partitions):
@@ -285,28 +164,40 @@ class TraceStore:
         )
 
     def validate(self) -> list[str]:
-        """Every problem found: missing or altered partitions, wrong lengths, disorder."""
+        """Every partition's problems: missing, altered, wrong columns or lengths, submit
+        times that go backwards, procs outside 1..machine."""
         problems = []
         last_submit = -np.inf
-        for k, part in enumerate(self.partitions):
-            path = self.path / part["file"]
-            if not path.exists():
-                problems.append(f"{path}: missing partition")
-                continue
-            if sha256_of(path) != part["sha256"]:
-                problems.append(f"{path}: checksum mismatch (altered or truncated)")
-                continue
-            for chunk in self.stream([k], columns=("submit",)):
-                submit = chunk["submit"]
-                if submit[0] < last_submit or np.any(np.diff(submit) < 0):
-                    problems.append(f"{path}: submit times go backwards")
-                    break
-                last_submit = submit[-1]
-            with self._open(k) as f:
-                lengths = {len(f[name]) for name in self.manifest["columns"] if name in f}
-                absent = [name for name in self.manifest["columns"] if name not in f]
-            if absent:
-                problems.append(f"{path}: columns missing: {', '.join(absent)}")
-            if lengths != {part["jobs"]}:
-                problems.append(f"{path}: {sorted(lengths)} rows, the manifest says {part['jobs']}")
+        for k in range(len(self.partitions)):
+            try:
+                self._open(k).close()
+                last_submit = self._check_jobs(k, last_submit)
+            except TraceError as e:
+                problems.append(str(e))
         return problems
+
+    def _check_jobs(self, k: int, last_submit: float) -> float:
+        """Raises at partition k's first job out of submit order or machine; returns its
+        last submit time."""
+        part = self.partitions[k]
+        path = self.path / part["file"]
+        for start in range(0, part["jobs"], CHUNK_ROWS):
+            chunk = self.read(k, start, start + CHUNK_ROWS, ("submit", "procs"))
+            submit, procs = chunk["submit"], chunk["procs"]
+            if submit[0] < last_submit or np.any(np.diff(submit) < 0):
+                raise TraceError(f"{path}: submit times go backwards")
+            outside = np.flatnonzero((procs < 1) | (procs > self.machine_procs))
+            if outside.size:
+                row = outside[0]
+                raise TraceError(
+                    f"{path}: procs outside 1..{self.machine_procs} "
+                    f"({procs[row]} at job {part['first_job'] + start + row})"
+                )
+            last_submit = submit[-1]
+        return last_submit
+
+
+def validate(path: str | Path) -> list[str]:
+    """Every problem of a dataset directory: its manifest's, else its partitions'."""
+    where = Path(path) / MANIFEST
+    return manifest_problems(read_manifest(where), where) or TraceStore(path).validate()

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from ddppo_hpc.args import SEED_MAX, bounded_int
 from ddppo_hpc.data import Trace, TraceError, read_swf
 from ddppo_hpc.data.store import TraceStore
 from ddppo_hpc.data.synthetic import generate
@@ -47,15 +48,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--trace", metavar="FILE", help="SWF log (plain or .gz) or dataset directory")
     p.add_argument(
         "--synthetic-jobs",
-        type=int,
+        type=bounded_int(1),
         default=10_000,
         metavar="N",
         help="jobs of the embedded synthetic workload when no --trace (default 10000)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic workload")
+    p.add_argument(
+        "--seed", type=bounded_int(0, SEED_MAX), default=0, help="seed of the synthetic workload"
+    )
     p.add_argument(
         "--procs",
-        type=int,
+        type=bounded_int(1),
         metavar="N",
         help="machine size (default: header MaxProcs, MaxNodes, else largest job)",
     )
@@ -73,12 +76,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--start",
-        type=int,
+        type=bounded_int(0),
         default=0,
         metavar="K",
         help="first job (0-based, cleaned trace order) of the window",
     )
-    p.add_argument("--jobs", type=int, metavar="N", help="jobs in the window (default: all)")
+    p.add_argument(
+        "--jobs", type=bounded_int(1), metavar="N", help="jobs in the window (default: all)"
+    )
     p.add_argument(
         "--protocol",
         choices=("rlscheduler",),
@@ -99,8 +104,6 @@ def load(args: argparse.Namespace) -> Trace:
         return load_dataset(args)
     if args.trace:
         return read_swf(args.trace, machine_procs=args.procs)
-    if args.synthetic_jobs <= 0:
-        raise TraceError(f"--synthetic-jobs must be positive, not {args.synthetic_jobs}")
     return generate(args.synthetic_jobs, machine_procs=args.procs or 256, seed=args.seed)
 
 
