@@ -255,6 +255,20 @@ def test_out_of_range_options_are_refused(log, module, args, option):
     assert "Traceback" not in done.stderr and not out.exists()
 
 
+def test_the_synthetic_swf_writer_checks_ranges_and_a_full_disk(small_disk, tmp_path):
+    out = tmp_path / "s.swf"
+    done = run("data.synthetic", "--jobs", 10, "--procs", 2**31, "--out", out)
+    assert done.returncode == 2 and not out.exists()
+    assert "argument --procs: 2147483648 is outside 1..2147483647" in done.stderr
+    disk = small_disk(16)
+    done = run("data.synthetic", "--jobs", 5000, "--out", disk / "s.swf")
+    assert done.returncode == 2 and os.listdir(disk) == []
+    assert one_error_line(done.stderr, "python -m ddppo_hpc.data.synthetic: error: ") == (
+        f"python -m ddppo_hpc.data.synthetic: error: {disk / 's.swf'}: cannot write: "
+        "no space left on device"
+    )
+
+
 def test_validate_checks_stored_procs_against_the_machine(tmp_path, capsys):
     columns = {name: (1 + np.arange(10)).astype(dtype) for name, dtype in CORE_COLUMNS.items()}
     with StoreWriter(tmp_path / "ds", 10, 2, CORE_COLUMNS) as w:

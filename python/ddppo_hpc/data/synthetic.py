@@ -31,12 +31,13 @@ from __future__ import annotations
 import argparse
 import operator
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from ddppo_hpc.args import SEED_MAX, bounded_int
 from ddppo_hpc.data.trace import Trace, clean
 from ddppo_hpc.io import atomic_write
 
@@ -301,19 +302,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _at_least(least: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
-        if value < least:
-            raise argparse.ArgumentTypeError(f"must be >= {least}, not {value}")
-        return value
-
-    return parse
-
-
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
@@ -321,16 +309,19 @@ def _parser() -> argparse.ArgumentParser:
         f"offered load ~{TARGET_LOAD}) as a Standard Workload Format file.",
         epilog=f"example: {PROG} --jobs 10000 --procs 256 --users 64 --seed 0 --out synthetic.swf",
     )
-    parser.add_argument("--jobs", type=_at_least(1), required=True, help="number of jobs")
+    parser.add_argument("--jobs", type=bounded_int(1), required=True, help="number of jobs")
     parser.add_argument(
-        "--procs", type=_at_least(1), default=256, help="machine size in processors (default: 256)"
+        "--procs",
+        type=bounded_int(1),
+        default=256,
+        help="machine size in processors (default: 256)",
     )
     parser.add_argument(
-        "--users", type=_at_least(1), default=USERS, help=f"number of users (default: {USERS})"
+        "--users", type=bounded_int(1), default=USERS, help=f"number of users (default: {USERS})"
     )
     parser.add_argument(
         "--seed",
-        type=_at_least(0),
+        type=bounded_int(0, SEED_MAX),
         default=0,
         help="random seed; the same seed gives the same file (default: 0)",
     )
@@ -343,9 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     trace = generate(args.jobs, machine_procs=args.procs, seed=args.seed, users=args.users)
     try:
         write_swf(trace, args.out)
-    except OSError as e:
-        print(f"{PROG}: error: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
-        return 1
+    except OSError as e:  # OutputError: the file and why
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
     span = trace.submit[-1] - trace.submit[0]
     load = np.dot(trace.procs, trace.runtime) / (args.procs * span) if span > 0 else 0.0
     print(
