@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+
+import h5py
 
 
 class OutputError(OSError):
@@ -55,3 +58,16 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
+
+
+@contextlib.contextmanager
+def atomic_hdf5(path: str | Path) -> Iterator[h5py.File]:
+    """An h5py File built in memory, written onto `path` with atomic_write when the block
+    succeeds. HDF5 itself then never meets a full disk (it crashes closing a file after a
+    failed write): the failure is one plain write, and the previous file stays whole. For
+    small files (results, metrics); stores stream through data.writer instead."""
+    image = io.BytesIO()
+    with h5py.File(image, "w") as f:
+        yield f
+    with atomic_write(path, "wb") as out:
+        out.write(image.getbuffer())

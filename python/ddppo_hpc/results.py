@@ -4,7 +4,6 @@ metrics and per-scheduler summaries with 95% t-intervals over windows, in one HD
 from __future__ import annotations
 
 import functools
-import io
 import json
 import math
 import os
@@ -15,7 +14,7 @@ import h5py
 import numpy as np
 
 from ddppo_hpc.env import EPISODE_METRICS
-from ddppo_hpc.io import atomic_write
+from ddppo_hpc.io import atomic_hdf5
 from ddppo_hpc.sim import job_records
 
 SCHEMA_VERSION = 1
@@ -151,8 +150,7 @@ def results_of(outcomes: list[Outcome], trace, attrs: dict) -> Results:
 def write_results(path: str | Path, results: Results) -> None:
     """Writes the results file atomically. The HDF5 image is built in memory, so that a
     full disk fails in one plain write (OutputError naming `path`), never inside HDF5."""
-    image = io.BytesIO()
-    with h5py.File(image, "w") as h5:
+    with atomic_hdf5(path) as h5:
         for name, value in results.attrs.items():
             h5.attrs[name] = value
         for group, dtypes in TABLES.items():
@@ -160,8 +158,6 @@ def write_results(path: str | Path, results: Results) -> None:
             compress = {"compression": "gzip"} if group == "jobs" else {}
             for name, column in _columns(getattr(results, group), dtypes).items():
                 g.create_dataset(name, data=column, **compress)
-    with atomic_write(path, "wb") as f:
-        f.write(image.getbuffer())
 
 
 def _decoded(table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
