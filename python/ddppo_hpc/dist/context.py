@@ -63,5 +63,6 @@ def init(device: str = "auto") -> Context:
     if device == "auto":
         gpus = torch.cuda.device_count()
         device = f"cuda:{local_rank % gpus}" if gpus else "cpu"
-    return Context(comm, comm.Get_rank(), comm.Get_size(), local_rank, local_size,
-                   torch.device(device))
+    return Context(
+        comm, comm.Get_rank(), comm.Get_size(), local_rank, local_size, torch.device(device)
+    )

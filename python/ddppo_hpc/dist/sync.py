@@ -34,8 +34,9 @@ def average_gradients(model: nn.Module, weight: float) -> None:
 
 def normalize_advantages(advantages: torch.Tensor) -> torch.Tensor:
     """Advantages standardised with the mean and variance over every rank's samples."""
-    moments = torch.stack([advantages.sum(), advantages.pow(2).sum(),
-                           torch.tensor(float(advantages.numel()))])
+    moments = torch.stack(
+        [advantages.sum(), advantages.pow(2).sum(), torch.tensor(float(advantages.numel()))]
+    )
     total, squares, count = all_sum(moments.double(), "advantage_moments").tolist()
     mean = total / count
     std = max(squares / count - mean * mean, 0.0) ** 0.5
