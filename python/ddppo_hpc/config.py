@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,6 +156,7 @@ POSITIVE = {
     ("env", "num_envs"),
     ("env", "window_jobs"),
     ("env", "max_queue"),
+    ("env", "reward_scale"),
     ("policy", "hidden"),
     ("policy", "heads"),
     ("policy", "layers"),
@@ -169,10 +171,26 @@ POSITIVE = {
     ("gpu", "machines_per_rack"),
     ("gpu", "gpus_per_machine"),
 }
+# What `--resume` may change: how long and how fast the run learns from here, its
+# checkpoints, device and evaluation, and the distribution (dist.*). Every other key shapes
+# the environments, the network or the data the checkpoint's state belongs to.
+RESUMABLE = {
+    ("ppo", "updates"),
+    ("ppo", "lr"),
+    ("ppo", "anneal_lr"),
+    ("ppo", "clip"),
+    ("ppo", "value_coef"),
+    ("ppo", "entropy_coef"),
+    ("ppo", "max_grad_norm"),
+    ("run", "checkpoint_every"),
+    ("run", "device"),
+    ("run", "eval_windows"),
+    *(("dist", f.name) for f in dataclasses.fields(DistConfig)),
+}
 
 
 def _set(config: TrainConfig, section: str, key: str, value: object, where: str) -> None:
-    part = getattr(config, section, None)
+    part = getattr(config, str(section), None)
     if part is None or not dataclasses.is_dataclass(part):
         raise ConfigError(f"{where}: unknown section '{section}'")
     fields = {f.name: f for f in dataclasses.fields(part)}
@@ -189,6 +207,8 @@ def _convert(value: object, kind: type, name: str) -> object:
             value = float(value)
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
         raise ConfigError(f"{name} must be {kind.__name__}, not {value!r}")
+    if kind is float and not math.isfinite(value):
+        raise ConfigError(f"{name} must be a finite number, not {value!r}")
     return value
 
 
@@ -215,11 +235,35 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'dist.slow_factor' must be at least 1")
     if not 0 < config.dist.sync_frac <= 1 or not 0 < config.dist.min_rollout_frac <= 1:
         raise ConfigError("'dist.sync_frac' and 'dist.min_rollout_frac' must be in (0, 1]")
+    _check_minibatches(config)
     expected = {"off": ("mlp", "attention", "gtrxl"), "placement": ("mlp",), "dual": ("dual",)}
     if config.policy.name not in expected[config.gpu.mode]:
         raise ConfigError(
             f"'gpu.mode: {config.gpu.mode}' needs 'policy.name' "
             + ", ".join(expected[config.gpu.mode])
+        )
+
+
+def fewest_rollout_steps(rollout_steps: int, min_rollout_frac: float) -> int:
+    """The steps a preempted rollout keeps at the least (dist.preemption)."""
+    return math.ceil(min_rollout_frac * rollout_steps)
+
+
+def _check_minibatches(config: TrainConfig) -> None:
+    """Every rank runs `ppo.minibatches` optimizer steps (all-reduces) per epoch whatever its
+    sample count: each minibatch must hold a sample even on a rank cut short by preemption."""
+    env, ppo, dist = config.env, config.ppo, config.dist
+    if dist.preemption:
+        steps = fewest_rollout_steps(ppo.rollout_steps, dist.min_rollout_frac)
+        how = "env.num_envs x ceil(dist.min_rollout_frac x ppo.rollout_steps), as preemption "
+        how += "may cut rollouts short"
+    else:
+        steps, how = ppo.rollout_steps, "env.num_envs x ppo.rollout_steps"
+    fewest = env.num_envs * steps
+    if ppo.minibatches > fewest:
+        raise ConfigError(
+            f"'ppo.minibatches' ({ppo.minibatches}) must not exceed the fewest samples a rank "
+            f"holds in an update, {how}: {env.num_envs} x {steps} = {fewest}"
         )
 
 
@@ -231,16 +275,24 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
             document = yaml.safe_load(Path(path).read_text()) or {}
         except FileNotFoundError:
             raise ConfigError(f"{path}: no such file") from None
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read: {(e.strerror or str(e)).lower()}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"{path}: not a YAML file (not UTF-8 text)") from None
         except yaml.YAMLError as e:
             raise ConfigError(f"{path}: not valid YAML: {e}") from None
-        if not isinstance(document, dict):
-            raise ConfigError(f"{path}: expected sections (data:, env:, ppo:, ...)")
-        for section, values in document.items():
-            if not isinstance(values, dict):
-                raise ConfigError(f"{path}: section '{section}' must hold keys")
-            for key, value in values.items():
-                _set(config, section, key, value, str(path))
+        _set_sections(config, document, str(path))
     return apply_overrides(config, overrides)
+
+
+def _set_sections(config: TrainConfig, document: object, where: str) -> None:
+    if not isinstance(document, dict):
+        raise ConfigError(f"{where}: expected sections (data:, env:, ppo:, ...)")
+    for section, values in document.items():
+        if not isinstance(values, dict):
+            raise ConfigError(f"{where}: section '{section}' must hold keys")
+        for key, value in values.items():
+            _set(config, section, key, value, where)
 
 
 def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
@@ -250,7 +302,11 @@ def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
         section, dot, key = name.partition(".")
         if not sep or not dot:
             raise ConfigError(f"override '{item}' is not section.key=value")
-        _set(config, section, key, yaml.safe_load(value), "command line")
+        try:
+            value = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise ConfigError(f"command line: '{name}': {value!r} is not a YAML value") from None
+        _set(config, section, key, value, "command line")
     _validate(config)
     return config
 
@@ -258,7 +314,22 @@ def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
 def from_dict(document: dict, overrides: list[str] = ()) -> TrainConfig:
     """The configuration saved in a checkpoint, with overrides (e.g. more updates)."""
     config = TrainConfig()
-    for section, values in document.items():
-        for key, value in values.items():
-            _set(config, section, key, value, "checkpoint")
+    _set_sections(config, document, "checkpoint")
     return apply_overrides(config, overrides)
+
+
+def resume_config(document: dict, overrides: list[str] = ()) -> TrainConfig:
+    """A checkpoint's configuration with the overrides of a `--resume`: only RESUMABLE keys
+    may take another value."""
+    saved, config = from_dict(document), from_dict(document, overrides)
+    for section in dataclasses.fields(config):
+        before, after = getattr(saved, section.name), getattr(config, section.name)
+        for key in dataclasses.fields(after):
+            old, new = getattr(before, key.name), getattr(after, key.name)
+            if old != new and (section.name, key.name) not in RESUMABLE:
+                may = ", ".join(f"{s}.{k}" for s, k in sorted(RESUMABLE) if s != "dist")
+                raise ConfigError(
+                    f"command line: '{section.name}.{key.name}' cannot change on --resume (the "
+                    f"run has {old!r}); only {may} and dist.* may: start a new run to change it"
+                )
+    return config

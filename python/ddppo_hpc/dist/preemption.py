@@ -9,12 +9,15 @@ import math
 
 from mpi4py import MPI
 
+from ddppo_hpc.config import fewest_rollout_steps
+
 TAG = 7301
 
 
 class Preemption:
-    def __init__(self, comm: MPI.Comm, sync_frac: float, min_rollout_frac: float,
-                 enabled: bool = True):
+    def __init__(
+        self, comm: MPI.Comm, sync_frac: float, min_rollout_frac: float, enabled: bool = True
+    ):
         self.comm = comm
         self.needed = math.ceil(sync_frac * comm.Get_size())
         self.min_rollout_frac = min_rollout_frac
@@ -31,7 +34,7 @@ class Preemption:
 
     def should_stop(self, step: int, steps: int) -> bool:
         """Whether to end this rollout after `step` steps of `steps`."""
-        if not self.enabled or step < math.ceil(self.min_rollout_frac * steps):
+        if not self.enabled or step < fewest_rollout_steps(steps, self.min_rollout_frac):
             return False
         status = MPI.Status()
         while self.comm.Iprobe(source=MPI.ANY_SOURCE, tag=TAG, status=status):
