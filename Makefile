@@ -22,7 +22,7 @@ export DDPPO_TRACES := $(abspath $(TRACES))
 # against every heuristic on held-out windows.
 demo: $(BUILT)
 	timeout 1800 $(MPIRUN) -n $(MPI_NP) --oversubscribe $(PY) -m ddppo_hpc.train \
-		--config configs/demo.yaml --run-dir runs/demo
+		--config configs/demo.yaml --run-dir runs/demo --force
 	$(PY) -m ddppo_hpc.evaluate --checkpoint runs/demo
 
 # README "Results": RLScheduler's protocol on lublin_256. Trains configs/lublin256.yaml at

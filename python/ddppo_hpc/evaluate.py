@@ -22,7 +22,6 @@ import contextlib
 import errno
 import hashlib
 import json
-import pickle
 import platform
 import shlex
 import sys
@@ -41,7 +40,7 @@ from ddppo_hpc.data import read_swf
 from ddppo_hpc.data.store import TraceStore
 from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.data.trace import Trace, TraceError
-from ddppo_hpc.dist.control import CHECKPOINT
+from ddppo_hpc.dist.control import CHECKPOINT, read_checkpoint
 from ddppo_hpc.env import EPISODE_METRICS, VecSchedulingEnv
 from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
@@ -111,15 +110,7 @@ def run_rank(setup: dict, rank: int, size: int) -> list[Outcome]:
 def load_checkpoint(path: str) -> tuple[dict, Path]:
     """A checkpoint from a run directory or the checkpoint file itself, on the CPU."""
     file = Path(path) / CHECKPOINT if Path(path).is_dir() else Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"{path}: no checkpoint (a run directory or its {CHECKPOINT})")
-    try:
-        checkpoint = torch.load(file, map_location="cpu", weights_only=False)
-        if not {"config", "model", "update"} <= set(checkpoint):
-            raise KeyError("config, model or update")
-    except (pickle.UnpicklingError, RuntimeError, EOFError, KeyError, TypeError) as e:
-        raise ValueError(f"{file}: not a ddppo-hpc training checkpoint ({e})") from e
-    return checkpoint, file
+    return read_checkpoint(file), file
 
 
 def run_config(loaded: tuple[dict, Path] | None) -> TrainConfig:

@@ -9,15 +9,20 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from ddppo_hpc.io import atomic_hdf5
 from ddppo_hpc.rl.ppo import PPOStats
 
 
 class MetricsLog:
-    """Rows of `metrics.h5` in the run directory, one per update, appended and flushed as
-    they come (a killed run keeps what it logged); resumed runs append to it."""
+    """Rows of `metrics.h5` in the run directory, one per update. Every row rewrites the
+    (small) file through a temp file and a rename: a killed run keeps what it logged, and a
+    write that fails (a full disk) leaves the previous file whole. A run resumed from the
+    checkpoint of update `resumed` keeps the rows up to that update and logs the rest anew
+    (a run killed between checkpoints logged some of them already)."""
 
-    def __init__(self, path: Path, updates: int):
+    def __init__(self, path: Path, updates: int, resumed: int | None = None):
         self.path, self.updates = path, updates
+        self.columns = {} if resumed is None or not path.exists() else read(path, resumed)
         self.start = self.last = time.perf_counter()
 
     def record(
@@ -41,21 +46,11 @@ class MetricsLog:
             "episodes": len(episode_bsld),
             "preempted_ranks": sum(s < steps for s in rollout_steps),
             **{name: losses[name] for name in PPOStats.__dataclass_fields__},
+            "rollout_seconds": rollout_seconds,  # one column per rank
         }
-        with h5py.File(self.path, "a") as f:
-            for name, value in row.items():
-                if name not in f:
-                    f.create_dataset(name, shape=(0,), maxshape=(None,), dtype="f8")
-                f[name].resize((len(f[name]) + 1,))
-                f[name][-1] = value
-            times = f.require_dataset(
-                "rollout_seconds",
-                shape=(0, len(rollout_seconds)),
-                maxshape=(None, len(rollout_seconds)),
-                dtype="f8",
-            )
-            times.resize((len(times) + 1, len(rollout_seconds)))
-            times[-1] = rollout_seconds
+        for name, value in row.items():
+            self.columns.setdefault(name, []).append(value)
+        self.write()
         print(
             f"update {update}/{self.updates}  {row['steps_per_s']:8.0f} steps/s  "
             f"bsld {row['episode_bsld']:9.2f} ({row['episodes']} episodes)  "
@@ -67,3 +62,22 @@ class MetricsLog:
             flush=True,
         )
         self.last = now
+
+    def write(self) -> None:
+        with atomic_hdf5(self.path) as f:
+            for name, values in self.columns.items():
+                f.create_dataset(name, data=np.asarray(values, dtype="f8"))
+
+
+def read(path: Path, last_update: int) -> dict[str, list]:
+    """The columns of a metrics file, rows up to `last_update`."""
+    try:
+        with h5py.File(path, "r") as f:
+            columns = {name: f[name][...] for name in f}
+        keep = columns["update"] <= last_update
+    except (OSError, KeyError) as e:
+        raise ValueError(
+            f"{path}: unreadable metrics file ({str(e).splitlines()[0]}); move it away to "
+            "resume without its rows"
+        ) from None
+    return {name: list(values[keep]) for name, values in columns.items()}

@@ -7,8 +7,9 @@
 Every rank collects rollouts from its own environments and trace share; gradients are
 averaged by Horovod's ring all-reduce (no central learner); slow ranks are cut short once
 enough ranks have finished (dist.sync_frac). SIGTERM/SIGUSR1 checkpoint and exit 0 at the
-next update; `--resume` continues from the run directory's checkpoint. A run that reaches
-its last update writes `COMPLETED` (the update count) into the run directory.
+next update, writing `STOPPED` (the update) into the run directory; `--resume` continues
+from its checkpoint. A run that reaches its last update writes `COMPLETED` (the update
+count). A new run refuses a run directory that holds a run, unless `--force`.
 """
 
 from __future__ import annotations
@@ -20,17 +21,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from mpi4py import MPI
 
-from ddppo_hpc.config import ConfigError, TrainConfig, from_dict, load_config
+from ddppo_hpc.config import TrainConfig, load_config, resume_config
 from ddppo_hpc.data import read_swf
 from ddppo_hpc.data.store import TraceStore
 from ddppo_hpc.data.synthetic import generate
-from ddppo_hpc.data.trace import Trace, TraceError
+from ddppo_hpc.data.trace import Trace
 from ddppo_hpc.dist import context, control, sync
 from ddppo_hpc.dist.preemption import Preemption
 from ddppo_hpc.env import VecSchedulingEnv
 from ddppo_hpc.gpu import training as gpu_training
-from ddppo_hpc.io import atomic_write
 from ddppo_hpc.metrics_log import MetricsLog
 from ddppo_hpc.policy import build_policy, decide, initial_memory, reset_ended
 from ddppo_hpc.rl import RolloutStorage, gae, imitation_loss, ppo_loss
@@ -184,7 +185,9 @@ class Trainer:
         stats = []
         for _ in range(ppo.epochs):
             order = torch.randperm(samples, generator=self.generator)
-            for part in order.chunk(ppo.minibatches):
+            # Exactly `minibatches` parts on every rank, however many samples preemption left
+            # it (config.py keeps each part non-empty): the ranks run the same all-reduces.
+            for part in order.tensor_split(ppo.minibatches):
                 began = time.perf_counter()
                 minibatch = {k: v[part].to(self.ctx.device) for k, v in batch.items()}
                 if self.imitating():
@@ -226,6 +229,8 @@ class Trainer:
         shared, mine = control.load_checkpoint(self.run_dir, self.ctx.comm)
         self.policy.load_state_dict(shared["model"])
         self.optimizer.load_state_dict(shared["optimizer"])
+        for group in self.optimizer.param_groups:  # ppo.lr may change on resume
+            group["lr"] = self.config.ppo.lr
         self.generator.set_state(mine["generator"])
         self.obs = self.env.load_state(mine["env"])
         if self.memory is not None:
@@ -233,50 +238,70 @@ class Trainer:
         self.update = shared["update"]
 
 
-def train(config: TrainConfig, ctx: context.Context, run_dir: Path, resume: bool) -> Trainer:
+def start(config: TrainConfig, ctx: context.Context, run_dir: Path, resume: bool) -> Trainer:
+    """This rank's trainer, from the checkpoint when resuming."""
     trainer = Trainer(config, ctx, run_dir)
-    completed = run_dir / "COMPLETED"  # the batch templates' sign that no requeue is needed
-    if ctx.is_rank0:
-        completed.unlink(missing_ok=True)  # a run extended with more updates is not done
     if resume:
         trainer.restore()
+    return trainer
+
+
+def open_log(config: TrainConfig, run_dir: Path, resumed: int | None) -> MetricsLog:
+    """The run's metrics (a resumed run keeps the rows up to update `resumed`); a run that
+    goes on is no longer completed or stopped."""
+    control.clear_markers(run_dir)
+    return MetricsLog(run_dir / control.METRICS, config.ppo.updates, resumed)
+
+
+def log_update(log: MetricsLog, config: TrainConfig, update: int, losses: dict, ranks) -> None:
+    """One row from every rank's (rollout seconds, steps, episodes' bsld)."""
+    times, steps, bslds = zip(*ranks)
+    log.record(
+        update,
+        losses,
+        list(times),
+        list(steps),
+        config.ppo.rollout_steps,
+        [b for rank in bslds for b in rank],
+        config.env.num_envs,
+    )
+
+
+def train(
+    config: TrainConfig, ctx: context.Context, run_dir: Path, resume: bool, force: bool = False
+) -> Trainer:
+    """Trains to `ppo.updates`. Rank 0 writes the run directory; an error that any rank meets
+    (a bad trace, an unreadable checkpoint, a full disk) is a RunError on every rank."""
+    comm, updates = ctx.comm, config.ppo.updates
+
+    def on_rank0(work, *args):
+        return control.collectively(comm, work, *args, rank0_only=True)
+
+    if not resume:
+        on_rank0(control.prepare_run_dir, run_dir, force)
+    trainer = control.collectively(comm, start, config, ctx, run_dir, resume)
     sync.broadcast_state(trainer.policy, trainer.optimizer)  # rank 0's state everywhere
     stop = control.StopFlag()
-    log = MetricsLog(run_dir / "metrics.h5", config.ppo.updates) if ctx.is_rank0 else None
-    while trainer.update < config.ppo.updates:
+    resumed = trainer.update if resume else None
+    log = on_rank0(open_log, config, run_dir, resumed)
+    while trainer.update < updates:
         rollout = trainer.rollout()
         losses = trainer.learn(rollout["last_value"])
         trainer.update += 1
-        ranks = ctx.comm.gather(
-            (rollout["seconds"], rollout["steps"], rollout["episode_bsld"]), root=0
-        )
-        if log is not None:
-            times, steps, bslds = zip(*ranks)
-            log.record(
-                trainer.update,
-                losses,
-                list(times),
-                list(steps),
-                config.ppo.rollout_steps,
-                [b for rank in bslds for b in rank],
-                config.env.num_envs,
-            )
-        if stop.any_rank(ctx.comm):
+        ranks = comm.gather((rollout["seconds"], rollout["steps"], rollout["episode_bsld"]), root=0)
+        on_rank0(log_update, log, config, trainer.update, losses, ranks)
+        if stop.any_rank(comm):
             trainer.save()
+            on_rank0(control.write_marker, run_dir, control.STOPPED, trainer.update)
             if ctx.is_rank0:
                 print(
                     f"stopped by signal at update {trainer.update}; resume with --resume",
                     file=sys.stderr,
                 )
             return trainer
-        if (
-            trainer.update % config.run.checkpoint_every == 0
-            or trainer.update == config.ppo.updates
-        ):
+        if trainer.update % config.run.checkpoint_every == 0 or trainer.update == updates:
             trainer.save()
-    if ctx.is_rank0:
-        with atomic_write(completed) as f:
-            f.write(f"{trainer.update}\n")
+    on_rank0(control.write_marker, run_dir, control.COMPLETED, trainer.update)
     return trainer
 
 
@@ -290,27 +315,39 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--config", help="YAML configuration (default: built-in defaults)")
     p.add_argument("--run-dir", help="checkpoints and metrics (default runs/<config name>)")
-    p.add_argument("--resume", action="store_true", help="continue from the run dir's checkpoint")
+    begin = p.add_mutually_exclusive_group()
+    begin.add_argument(
+        "--resume", action="store_true", help="continue from the run dir's checkpoint"
+    )
+    begin.add_argument(
+        "--force",
+        action="store_true",
+        help="start over in a run dir that holds a run (removes its checkpoint.pt, metrics.h5, "
+        "COMPLETED and STOPPED, nothing else)",
+    )
     p.add_argument("overrides", nargs="*", metavar="KEY=VALUE")
     return p.parse_args(argv)
 
 
+def run_config(args: argparse.Namespace, run_dir: Path) -> TrainConfig:
+    """The configuration file's, or on --resume the checkpoint's; with the overrides."""
+    if args.resume:
+        return resume_config(control.checkpoint_config(run_dir), args.overrides)
+    return load_config(args.config, args.overrides)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    comm = MPI.COMM_WORLD
+    name = Path(args.config).stem if args.config else "default"
+    run_dir = Path(args.run_dir or Path("runs") / name)
     try:
-        name = Path(args.config).stem if args.config else "default"
-        run_dir = Path(args.run_dir or Path("runs") / name)
-        if args.resume:  # the checkpoint's configuration, with the command line's overrides
-            config = from_dict(control.checkpoint_config(run_dir), args.overrides)
-        else:
-            config = load_config(args.config, args.overrides)
+        config = control.collectively(comm, run_config, args, run_dir)
         ctx = context.init(config.run.device)
-        if ctx.is_rank0:
-            run_dir.mkdir(parents=True, exist_ok=True)
-        ctx.comm.Barrier()
-        train(config, ctx, run_dir, args.resume)
-    except (ConfigError, TraceError, context.LaunchError, FileNotFoundError, ValueError) as e:
-        print(f"python -m ddppo_hpc.train: error: {e}", file=sys.stderr)
+        train(config, ctx, run_dir, args.resume, args.force)
+    except (control.RunError, context.LaunchError) as e:  # on every rank: rank 0 says it
+        if comm.Get_rank() == 0:
+            print(f"python -m ddppo_hpc.train: error: {e}", file=sys.stderr)
         return 2
     return 0
 
