@@ -8,8 +8,14 @@
 # RANKS: MPI ranks (default 2). Variables: CONFIG (default configs/demo.yaml), RUN_DIR
 # (default runs/<config name>), TIME (optional limit, as for `timeout`: 90s, 30m, 2h). At
 # the limit every rank gets SIGUSR1, saves a checkpoint at the end of its update and exits;
-# run the same command again to resume. Ctrl-C stops without a checkpoint. As root, Open MPI
-# also needs OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.
+# run the same command again to resume. SIGTERM or SIGUSR1 sent to this script does the
+# same (it passes SIGUSR1 on to mpirun). Ctrl-C stops without a checkpoint. As root, Open
+# MPI also needs OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.
+#
+# The exit status is the run's: 0 when it completed or stopped cleanly after a signal
+# (RUN_DIR/STOPPED), else mpirun's. Open MPI's mpirun forwards SIGUSR1 to the ranks and
+# exits 0; given SIGTERM it forwards it, kills ranks still running a second later (before
+# a long update can checkpoint) and exits 1 even when every rank checkpointed and exited 0.
 set -eo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,10 +38,28 @@ if [ -n "${TIME:-}" ]; then
     limit=(timeout --preserve-status --signal=USR1 --kill-after=120 "$TIME")
 fi
 
+# mpirun in the background, so that a signal to this script reaches the ranks (as SIGUSR1)
+# while the script waits.
+stamp=$(mktemp)
+trap 'rm -f "$stamp"' EXIT
 "${limit[@]}" mpirun -n "$RANKS" --oversubscribe python -m ddppo_hpc.train --config "$CONFIG" \
-    --run-dir "$RUN_DIR" "${resume[@]}" "$@"
-if [ -f "$RUN_DIR/COMPLETED" ]; then
+    --run-dir "$RUN_DIR" "${resume[@]}" "$@" &
+launcher=$!
+trap 'kill -USR1 "$launcher" 2>/dev/null' TERM USR1
+while :; do
+    status=0
+    wait "$launcher" || status=$?
+    # A trapped signal ends `wait` early (status above 128) while mpirun still runs.
+    if [ "$status" -le 128 ] || ! kill -0 "$launcher" 2>/dev/null; then break; fi
+done
+
+# A marker written by this run (not left by an earlier one) tells how it ended.
+if [ "$RUN_DIR/COMPLETED" -nt "$stamp" ]; then
     echo "training completed: $RUN_DIR"
+elif [ "$RUN_DIR/STOPPED" -nt "$stamp" ]; then
+    echo "training stopped by a signal at update $(cat "$RUN_DIR/STOPPED"), checkpointed:" \
+        "run the same command again to resume"
 else
-    echo "training stopped before its last update: run the same command again to resume"
+    echo "training failed (mpirun exit $status): see the messages above" >&2
+    exit $((status ? status : 1))
 fi

@@ -1,15 +1,18 @@
 """The training command line: a size-1 run without mpirun, bad configuration, and SIGUSR1
-mid-run under mpirun -n 2 then --resume giving the weights of an uninterrupted run."""
+mid-run under mpirun -n 2 then --resume giving the weights of an uninterrupted run;
+jobs/local.sh's exit status after a signal and after a failure."""
 
 import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import h5py
 import torch
 from simhelpers import TINY_TRAINING
 
+ROOT = Path(__file__).resolve().parent.parent
 SMALL = [*TINY_TRAINING, "dist.preemption=false"]
 TRAIN = [sys.executable, "-m", "ddppo_hpc.train"]
 MPIRUN = ["mpirun", "-n", "2", "--oversubscribe"]
@@ -149,3 +152,39 @@ def test_metrics_file_has_a_row_per_update(tmp_path):
         seconds = f["update_seconds"][:]
         assert (seconds > 0).all() and seconds.sum() < 60  # each update's own time
         assert f["rollout_seconds"].shape == (3, 1)
+
+
+def local_sh(run_dir, *overrides: str, **popen) -> subprocess.Popen:
+    """jobs/local.sh at 2 ranks into run_dir, its output piped."""
+    env = dict(ENV, CONFIG="configs/demo.yaml", RUN_DIR=str(run_dir))
+    return subprocess.Popen(
+        ["bash", ROOT / "jobs/local.sh", "2", *overrides],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
+
+
+def test_local_launcher_passes_sigterm_on_and_reports_a_clean_stop(tmp_path):
+    # mpirun itself, given SIGTERM, kills ranks a second later and exits 1 (jobs/local.sh).
+    options = [*SMALL, "ppo.updates=8", "dist.slow_rank=0", "dist.slow_factor=10"]
+    run = local_sh(tmp_path / "run", *options)
+    for line in run.stderr:
+        if line.startswith("update 2/"):
+            run.send_signal(signal.SIGTERM)  # to the script alone
+            break
+    out, rest = run.communicate(timeout=120)
+    assert run.returncode == 0, rest
+    stopped = int((tmp_path / "run" / "STOPPED").read_text())
+    assert 2 <= stopped < 8 and weights(tmp_path / "run")["update"] == stopped
+    assert f"training stopped by a signal at update {stopped}, checkpointed" in out
+
+
+def test_local_launcher_exits_non_zero_when_training_fails(tmp_path):
+    run = local_sh(tmp_path / "run", *SMALL, "ppo.lr=0")
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 2
+    assert "'ppo.lr' must be positive" in err and "training failed (mpirun exit 2)" in err
+    assert "training completed" not in out and "stopped" not in out
