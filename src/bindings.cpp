@@ -55,15 +55,16 @@ nb::tuple parse_swf(nb::bytes text, bool skip_bad) {
 nb::tuple simulate(Column<int64_t> id, Column<double> submit, Column<double> runtime,
                    Column<double> requested_time, Column<int32_t> procs, Column<int64_t> user,
                    int32_t machine_procs, const std::string& policy, const std::string& backfill,
-                   size_t begin, size_t end) {
+                   size_t begin, size_t end, const std::string& estimate) {
   ddppo::Workload w = workload(id, submit, runtime, requested_time, procs, user);
   ddppo::Policy p = ddppo::parse_policy(policy);
   ddppo::Backfill b = ddppo::parse_backfill(backfill);
+  ddppo::Estimate e = ddppo::parse_estimate(estimate);
   std::vector<double> start;
   ddppo::Metrics m;
   {
     nb::gil_scoped_release release;
-    ddppo::Simulator sim(w, begin, end, machine_procs, p, b);
+    ddppo::Simulator sim(w, begin, end, machine_procs, p, b, e);
     start = sim.run();
     m = ddppo::compute_metrics(w, begin, start, machine_procs);
   }
@@ -149,6 +150,7 @@ NB_MODULE(_core, m) {
         "Parses SWF text: (18 field arrays in file order, header lines as bytes, skipped).");
   m.def("simulate", &simulate, "id"_a, "submit"_a, "runtime"_a, "requested_time"_a, "procs"_a,
         "user"_a, "machine_procs"_a, "policy"_a, "backfill"_a, "begin"_a, "end"_a,
+        "estimate"_a = "request",
         "Simulates jobs [begin, end) with a heuristic; returns (start times, metrics).");
   m.attr("JOB_FEATURES") = ddppo::kJobFeatures;
   m.attr("CLUSTER_FEATURES") = ddppo::kClusterFeatures;

@@ -8,11 +8,16 @@
 
 namespace ddppo {
 
-enum class Policy { kFcfs, kSjf, kWfp3, kUnicep, kF1 };
+// kSjbf orders by the EASY++ runtime prediction, which depends on the user's completed jobs:
+// the Simulator computes its score (docs/simulation.md, "Runtime predictions").
+enum class Policy { kFcfs, kSjf, kWfp3, kUnicep, kF1, kSjbf };
 enum class Backfill { kNone, kEasy, kConservative };
+// What backfilling takes as a job's runtime: the user's request, or the EASY++ prediction.
+enum class Estimate { kRequest, kPredicted };
 
 Policy parse_policy(const std::string& name);
 Backfill parse_backfill(const std::string& name);
+Estimate parse_estimate(const std::string& name);
 
 // In every score, requested time and submit time below 1 are taken as 0.1 (RLScheduler,
 // SC'20): a job with runtime 0 and no request has r = 0.
@@ -43,6 +48,8 @@ inline double score(Policy p, const Workload& w, size_t j, double t) {
       return -wait / unicep_divisor(w, j);
     case Policy::kF1:
       return std::log10(r) * n + 870 * std::log10(s);
+    case Policy::kSjbf:  // the prediction needs the users' history: Simulator::sjbf_score()
+      break;
   }
   return 0;
 }

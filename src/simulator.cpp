@@ -15,13 +15,14 @@ constexpr double kNotStarted = std::numeric_limits<double>::quiet_NaN();
 }
 
 Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machine_procs,
-                     Policy policy, Backfill backfill)
+                     Policy policy, Backfill backfill, Estimate estimate)
     : w_(w),
       begin_(begin),
       end_(std::min(end, w.size)),
       machine_(machine_procs),
       policy_(policy),
       backfill_(backfill),
+      estimate_(estimate),
       free_(machine_procs),
       next_arrival_(begin) {
   if (machine_ <= 0) throw std::invalid_argument("machine size must be positive");
@@ -41,8 +42,10 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
     cached_[j - begin_] = policy_ == Policy::kUnicep ? unicep_divisor(w_, j)
                           : policy_ == Policy::kWfp3
                               ? w_.procs[j] / std::pow(at_least_tenth(w_.requested_time[j]), 3.0)
-                              : score(policy_, w_, j, 0);
+                              : score(policy_, w_, j, 0);  // sjbf: unused
   }
+  if (policy_ == Policy::kSjbf || estimate_ == Estimate::kPredicted)
+    predictions_.emplace(w_, begin_, end_, estimate_ == Estimate::kPredicted);
   now_ = begin_ < end_ ? w_.submit[begin_] : 0;
   settle();
 }
@@ -81,6 +84,8 @@ int32_t Simulator::pick_heuristic() const {
       return pick_wfp3();
     case Policy::kUnicep:
       return lowest([this](int32_t j) { return -(now_ - w_.submit[j]) / cached_[j - begin_]; });
+    case Policy::kSjbf:
+      return lowest([this](int32_t j) { return sjbf_score(j); });
     default:
       return lowest([this](int32_t j) { return cached_[j - begin_]; });
   }
@@ -108,6 +113,7 @@ void Simulator::start(int32_t job) {
   start_[job - begin_] = now_;
   ++started_;
   waiting_count_add(w_.procs[job], -1);
+  if (predictions_) predictions_->start(job, now_);
   // A job of runtime 0 ends as it starts: its procs are never held (docs/simulation.md).
   if (w_.runtime[job] == 0) return;
   free_ -= w_.procs[job];
@@ -152,12 +158,15 @@ void Simulator::apply_events() {
     queue_.push_back(static_cast<int32_t>(next_arrival_));
     waiting_count_add(w_.procs[next_arrival_], 1);
   }
+  if (predictions_) predictions_->advance(now_);
   while (!ends_.empty() && ends_.top().first <= now_) {
-    int32_t job = ends_.top().second;
+    auto [end, job] = ends_.top();
     ends_.pop();
     free_ += w_.procs[job];
-    Running key{start_[job - begin_] + w_.requested_time[job], job};
+    const double started = start_[job - begin_];
+    Running key{started + w_.requested_time[job], job};
     running_.erase(std::lower_bound(running_.begin(), running_.end(), key));
+    if (predictions_) predictions_->end(job, started, end);
   }
 }
 
@@ -191,6 +200,8 @@ double Simulator::priority(int32_t job) const {
       return score(policy_, w_, job, now_);
     case Policy::kUnicep:  // the score with its divisor computed once
       return -(now_ - w_.submit[job]) / cached_[job - begin_];
+    case Policy::kSjbf:
+      return sjbf_score(job);
     default:
       return cached_[job - begin_];
   }
@@ -284,7 +295,7 @@ size_t Simulator::rank_hopeful() {
   bool any = false;
   for (int32_t j : queue_) {
     const int32_t procs = w_.procs[j];
-    const double until = now_ + w_.requested_time[j];
+    const double until = now_ + estimate(j);
     bool fits = procs <= free_ && procs <= lows_[0].free;
     for (size_t k = 1; fits && k < lows_.size() && lows_[k].time < until; ++k)
       fits = lows_[k].free >= procs;
@@ -305,20 +316,21 @@ size_t Simulator::rank_hopeful() {
 // EASY (Lifka 1995): the shadow time S is when the committed job H would fit if running
 // jobs ended at their estimates; `extra` procs are free at S beyond what H needs.
 void Simulator::easy_scan() {
+  const std::vector<Running>& ends = estimated_ends();
   const int32_t need = w_.procs[committed_];
   int32_t avail = free_;
   double shadow = now_;
   size_t k = 0;
   while (avail < need) {
-    shadow = std::max(running_[k].estimated_end, now_);
-    avail += w_.procs[running_[k++].job];
+    shadow = std::max(ends[k].estimated_end, now_);
+    avail += w_.procs[ends[k++].job];
   }
-  for (; k < running_.size() && std::max(running_[k].estimated_end, now_) == shadow; ++k)
-    avail += w_.procs[running_[k].job];
+  for (; k < ends.size() && std::max(ends[k].estimated_end, now_) == shadow; ++k)
+    avail += w_.procs[ends[k].job];
   int32_t extra = avail - need;
   // J may start if it fits now and ends by the shadow time or fits in the extra procs.
   auto admit = [&](int32_t j) {
-    if (now_ + w_.requested_time[j] <= shadow) return true;
+    if (now_ + estimate(j) <= shadow) return true;
     if (w_.procs[j] > extra) return false;
     extra -= w_.procs[j];
     return true;
@@ -352,10 +364,10 @@ void Simulator::easy_scan() {
 // free-procs profile; a job starts now only if that delays none of them.
 void Simulator::conservative_scan() {
   profile_.reset(now_, free_);
-  for (const Running& r : running_)
+  for (const Running& r : estimated_ends())
     profile_.release(std::max(r.estimated_end, now_), w_.procs[r.job]);
   const int32_t head = committed_;
-  profile_.reserve_earliest(w_.procs[head], w_.requested_time[head]);
+  profile_.reserve_earliest(w_.procs[head], estimate(head));
   // Reservations only take procs away, so a job that cannot start now beside the
   // reservations made so far never starts in this scan: the "hopeful" jobs are those that
   // still might, and past the last of them in policy order nothing else can start.
@@ -366,17 +378,18 @@ void Simulator::conservative_scan() {
   double touched = std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < end; ++k) {
     int32_t j = ranked_[k].second;
+    const double duration = estimate(j);
     if (hopeful_[j - begin_] && can_start_now(j)) {
       start(j);
-      if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], w_.requested_time[j]);
+      if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], duration);
       touched = now_;
     } else {
-      double at = profile_.reserve_earliest(w_.procs[j], w_.requested_time[j]);
-      if (w_.requested_time[j] > 0) touched = std::min(touched, at);
+      double at = profile_.reserve_earliest(w_.procs[j], duration);
+      if (duration > 0) touched = std::min(touched, at);
     }
     while (k + 1 < end) {
       int32_t last = ranked_[end - 1].second;
-      if (touched > now_ && touched >= now_ + w_.requested_time[last]) break;
+      if (touched > now_ && touched >= now_ + estimate(last)) break;
       if (can_start_now(last)) {
         touched = std::numeric_limits<double>::infinity();
         break;
@@ -389,7 +402,7 @@ void Simulator::conservative_scan() {
 }
 
 bool Simulator::can_start_now(int32_t job) const {
-  return w_.procs[job] <= free_ && profile_.fits_now(w_.procs[job], w_.requested_time[job]);
+  return w_.procs[job] <= free_ && profile_.fits_now(w_.procs[job], estimate(job));
 }
 
 }  // namespace ddppo

@@ -1,16 +1,19 @@
 // Event-driven cluster simulator with the "pick and wait" decision model of RLScheduler
-// (Zhang et al., SC'20) and none/EASY/conservative backfilling; semantics in
-// docs/simulation.md. One Simulator runs one window [begin, end) of a Workload.
+// (Zhang et al., SC'20) and none/EASY/conservative backfilling on the users' requests or on
+// EASY++ runtime predictions; semantics in docs/simulation.md. One Simulator runs one window
+// [begin, end) of a Workload.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <queue>
 #include <utility>
 #include <vector>
 
 #include "policy.hpp"
+#include "predictions.hpp"
 #include "profile.hpp"
 #include "workload.hpp"
 
@@ -19,7 +22,7 @@ namespace ddppo {
 class Simulator {
  public:
   Simulator(const Workload& w, size_t begin, size_t end, int32_t machine_procs, Policy policy,
-            Backfill backfill);
+            Backfill backfill, Estimate estimate = Estimate::kRequest);
 
   // Picks by the heuristic until every job of the window has started; returns start times
   // (index i is job begin + i).
@@ -35,14 +38,8 @@ class Simulator {
   void pick(int32_t job);
   const std::vector<double>& start_times() const { return start_; }
 
-  struct Running {
-    double estimated_end;  // start + requested_time: the EASY/conservative estimate
-    int32_t job;
-    bool operator<(const Running& o) const {
-      return estimated_end < o.estimated_end || (estimated_end == o.estimated_end && job < o.job);
-    }
-  };
-  // Running jobs by estimated end (jobs of runtime 0 never run).
+  // Running jobs by start + requested_time, their estimated end with `estimate = request`
+  // (jobs of runtime 0 never run).
   const std::vector<Running>& running() const { return running_; }
   // Picks the job at `position` of waiting() (the RL environment's action).
   void pick_at(size_t position);
@@ -85,12 +82,22 @@ class Simulator {
   void waiting_count_add(int32_t procs, int32_t delta);
   int32_t waiting_fitting() const;
   bool can_start_now(int32_t job) const;
+  // What backfilling takes as the job's runtime if it started now: request or prediction.
+  double estimate(int32_t job) const {
+    return estimate_ == Estimate::kPredicted ? predictions_->predict(job) : w_.requested_time[job];
+  }
+  double sjbf_score(int32_t job) const { return at_least_tenth(predictions_->predict(job)); }
+  // The running jobs with their estimated ends (max(., now) gives them at now), by that end.
+  const std::vector<Running>& estimated_ends() {
+    return estimate_ == Estimate::kPredicted ? predictions_->ends_at(now_) : running_;
+  }
 
   Workload w_;
   size_t begin_, end_;
   int32_t machine_;
   Policy policy_;
   Backfill backfill_;
+  Estimate estimate_;
 
   double now_;
   int32_t free_;
@@ -99,7 +106,7 @@ class Simulator {
   bool done_ = false;
   size_t started_ = 0;
   std::vector<int32_t> queue_;    // waiting jobs in (submit, id) order, without the committed one
-  std::vector<Running> running_;  // sorted by estimated end
+  std::vector<Running> running_;  // sorted by start + requested_time
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends_;
   std::vector<double> start_;
   // Per job: the score of policies that do not depend on time, UNICEP's divisor, WFP3's
@@ -114,6 +121,7 @@ class Simulator {
   std::vector<char> hopeful_, listed_;
   std::vector<Profile::Step> lows_;  // the profile's lows() as a scan begins
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
+  std::optional<Predictions> predictions_;  // sjbf or estimate = predicted only
 };
 
 }  // namespace ddppo

@@ -1,9 +1,10 @@
 """Small schedules computed by hand from docs/simulation.md.
 
-Jobs are tuples (id, submit, runtime, procs, requested_time). In the comments, "free" is the
-real number of free procs, H the committed job, S the EASY shadow time, "extra" the EASY
-extra procs and [a, b) a conservative reservation; profiles are written as
-`time:level` steps.
+Jobs are tuples (id, submit, runtime, procs, requested_time[, user]); a case runs with the
+users' requests as estimates unless it says `"estimate": "predicted"`. In the comments, "free"
+is the real number of free procs, H the committed job, S the EASY shadow time, "extra" the
+EASY extra procs, [a, b) a conservative reservation and p(J) the EASY++ prediction of J;
+profiles are written as `time:level` steps; uN is user N.
 """
 
 # Workload W, run under the three backfill modes: J1 fills 6 of 10 procs until 10, J2 (8 procs)
@@ -217,5 +218,132 @@ CASES = [
         "backfill": "none",
         "jobs": [(1, 0, 5, 2, 5), (2, 0, 5, 2, 5), (3, 5, 5, 4, 10), (4, 5, 5, 4, 5)],
         "expected_start": {1: 0, 2: 0, 3: 10, 4: 5},
+    },
+]
+
+# EASY++: the sjbf order and estimate "predicted" (docs/simulation.md, "Runtime predictions").
+CASES += [
+    {
+        # One proc: each pick follows the start of the committed job, after the events at t.
+        # t=1 no history, p = requests: J4 (7). t=10 J1 ends, u1's history [10]: p(J2)=10,
+        # p(J3)=15 (u2: no history, the request), p(J5)=min(10, 8)=8 (capped): J5.
+        # t=12 J4 ends, u1 [10, 2], mean 6: p(J2)=6 < p(J3)=15: J2 (SJF would take J3).
+        # t=18 J5 ends: u1's last two [2, 6], mean 4 (with J1's 10 it would be 6):
+        # p(J6)=4 < p(J7)=5 (u3): J6. t=48 J7, t=53 J3.
+        "name": "sjbf_predictions_from_0_1_2_completed_jobs",
+        "machine_procs": 1,
+        "policy": "sjbf",
+        "backfill": "none",
+        "jobs": [
+            (1, 0, 10, 1, 100, 1),
+            (2, 1, 30, 1, 40, 1),
+            (3, 1, 20, 1, 15, 2),
+            (4, 1, 2, 1, 7, 1),
+            (5, 1, 6, 1, 8, 1),
+            (6, 15, 5, 1, 100, 1),
+            (7, 15, 5, 1, 5, 3),
+        ],
+        "expected_start": {1: 0, 2: 18, 3: 58, 4: 10, 5: 12, 6: 48, 7: 53},
+    },
+    {
+        # J1..J3 of u1 all end at 10 (runtimes 10, 8, 6). The two most recent are the later
+        # in (submit, id) order, J2 and J3: mean 7, so p(J5)=7 < p(J4)=8 (u2: the request) and
+        # J5 runs first at 10 (with J1 and J2 it would be 9 and J4 first). J4 at 15.
+        "name": "sjbf_same_end_later_submit_is_more_recent",
+        "machine_procs": 3,
+        "policy": "sjbf",
+        "backfill": "none",
+        "jobs": [
+            (1, 0, 10, 1, 100, 1),
+            (2, 2, 8, 1, 100, 1),
+            (3, 4, 6, 1, 100, 1),
+            (4, 10, 5, 3, 8, 2),
+            (5, 10, 5, 3, 100, 1),
+        ],
+        "expected_start": {1: 0, 2: 2, 3: 4, 4: 15, 5: 10},
+    },
+    {
+        # Unknown users (-1) have no history: at t=2 J1 (runtime 2) has ended, but p(J2)=50,
+        # its request, so J3 (p=20) runs first; J2 at 7.
+        "name": "sjbf_unknown_user_has_no_history",
+        "machine_procs": 1,
+        "policy": "sjbf",
+        "backfill": "none",
+        "jobs": [(1, 0, 2, 1, 100, -1), (2, 2, 5, 1, 50, -1), (3, 2, 5, 1, 20, 1)],
+        "expected_start": {1: 0, 2: 7, 3: 2},
+    },
+    {
+        # t=0 J1 (u1, p=1) starts and ends (runtime 0) but joins u1's history only at the next
+        # event time: p(J2)=30 stays the request, J3 (p=20) starts (free 0), H=J2.
+        # t=5 J3 ends, J2 starts; u1's history [0]: p(J4)=0 (score 0.1) < p(J5)=5, H=J4.
+        # t=10 J4 starts, H=J5. t=15 J5 starts.
+        "name": "sjbf_runtime_zero_job_joins_history_at_next_event",
+        "machine_procs": 2,
+        "policy": "sjbf",
+        "backfill": "none",
+        "jobs": [
+            (1, 0, 0, 1, 1, 1),
+            (2, 0, 5, 2, 30, 1),
+            (3, 0, 5, 2, 20, 2),
+            (4, 1, 5, 2, 40, 1),
+            (5, 1, 5, 2, 10, 2),
+        ],
+        "expected_start": {1: 0, 2: 5, 3: 0, 4: 10, 5: 15},
+    },
+    {
+        # t=0 J1 (u1, p_run 100: no history) and J2 (20) start, free 3. t=1 H=J3: S=20 (J2),
+        # extra 1. t=4 J1 ends: u1 [4]. t=5 J4: p=min(4, 30)=4, 5+4 <= S=20: starts. With
+        # requests 5+30 > 20 and 4 > extra 2: it would wait until 30. t=20 J3 starts.
+        "name": "easy_backfills_on_a_short_prediction",
+        "machine_procs": 10,
+        "policy": "fcfs",
+        "backfill": "easy",
+        "estimate": "predicted",
+        "jobs": [
+            (1, 0, 4, 1, 100, 1),
+            (2, 0, 20, 6, 20, 2),
+            (3, 1, 10, 8, 10, 3),
+            (4, 5, 3, 4, 30, 1),
+        ],
+        "expected_start": {1: 0, 2: 0, 3: 20, 4: 5},
+    },
+    {
+        # t=5 J1 ends: u1 [5]. t=6 J2 starts, p_run=min(5, 60)=5: estimated end 11, free 4.
+        # t=7 H=J3: S=11, extra 2. t=8 J4 (u2, p=20): 8+20 > 11 and 3 > 2: refused.
+        # t=12 J2 outran its prediction: its estimated end falls back to 6+60=66, S=66,
+        # extra 2: J4 (12+20 <= 66) and J5 start. (Requests: J4 at 8; without the fallback,
+        # S=12 would refuse J4.) t=56 J2 ends: J3 starts.
+        "name": "easy_running_job_outlives_its_prediction",
+        "machine_procs": 10,
+        "policy": "fcfs",
+        "backfill": "easy",
+        "estimate": "predicted",
+        "jobs": [
+            (1, 0, 5, 2, 100, 1),
+            (2, 6, 50, 6, 60, 1),
+            (3, 7, 10, 8, 10, 2),
+            (4, 8, 20, 3, 20, 2),
+            (5, 12, 4, 1, 4, 2),
+        ],
+        "expected_start": {1: 0, 2: 6, 3: 56, 4: 12, 5: 12},
+    },
+    {
+        # t=1 H=J3 (d=10) reserved [20,30). t=4 J1 ends: u1 [4]. t=5 profile 5:4 20:2 30:10:
+        # J4 (d=min(4, 30)=4) fits [5,9): starts (5:0 9:4 20:2 30:10); J5 (d=min(4, 15)=4)
+        # reserved [9,13). t=8 J4 ends: u1 [4, 3], mean 3.5: J5 (d=3.5) fits [8,11.5): starts.
+        # t=20 J3 starts. (Requests: J4 (d=30) is reserved at 30 and J5 (d=15) starts at 5.)
+        "name": "conservative_with_predictions",
+        "machine_procs": 10,
+        "policy": "fcfs",
+        "backfill": "conservative",
+        "estimate": "predicted",
+        "jobs": [
+            (1, 0, 4, 1, 100, 1),
+            (2, 0, 20, 6, 20, 2),
+            (3, 1, 10, 8, 10, 3),
+            (4, 5, 3, 4, 30, 1),
+            (5, 5, 10, 4, 15, 1),
+        ],
+        "expected_start": {1: 0, 2: 0, 3: 20, 4: 5, 5: 8},
     },
 ]

@@ -6,13 +6,15 @@ tests as an oracle for the C++ simulator, so it must stay obviously correct, not
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-POLICIES = ("fcfs", "sjf", "wfp3", "unicep", "f1")
+POLICIES = ("fcfs", "sjf", "wfp3", "unicep", "f1", "sjbf")
 BACKFILLS = ("none", "easy", "conservative")
+ESTIMATES = ("request", "predicted")
 
 # on_shadow(t, head_id, shadow_time): called at every EASY scan (debug hook for the tests).
 ShadowHook = Callable[[float, int, float], None]
@@ -32,7 +34,8 @@ class Job:
 
 
 def score(policy: str, job: Job, t: float) -> float:
-    """The heuristic score of `job` at decision time `t` (lower runs first)."""
+    """The heuristic score of `job` at decision time `t` (lower runs first); sjbf's needs
+    the users' history: _Sim.score."""
     w = t - job.submit
     r = job.requested_time if job.requested_time >= 1 else 0.1
     s = job.submit if job.submit >= 1 else 0.1
@@ -102,18 +105,46 @@ class _Sim:
     backfill: str
     on_shadow: ShadowHook | None
     choose: ChooseHook | None = None
+    estimate: str = "request"
     free: int = 0
     waiting: list[Job] = field(default_factory=list)
     running: list[tuple[float, Job]] = field(default_factory=list)  # (start, job)
     committed: Job | None = None
     starts: dict[int, float] = field(default_factory=dict)
+    # EASY++: per user, (end, submit, id, runtime) of the completed jobs, sorted (the most
+    # recent last); the started jobs not yet in it; each started job's prediction p_run.
+    history: dict[int, list[tuple]] = field(default_factory=lambda: defaultdict(list))
+    not_in_history: list[tuple[float, Job]] = field(default_factory=list)
+    predicted_run: dict[int, float] = field(default_factory=dict)
+
+    def score(self, job: Job, t: float) -> float:
+        if self.policy == "sjbf":
+            p = self.prediction(job)
+            return p if p >= 1 else 0.1
+        return score(self.policy, job, t)
 
     def ordered(self, t: float) -> list[Job]:
         """Waiting jobs (the committed one excluded) by score at t, then submit, then id."""
-        return sorted(self.waiting, key=lambda j: (score(self.policy, j, t), j.submit, j.id))
+        return sorted(self.waiting, key=lambda j: (self.score(j, t), j.submit, j.id))
+
+    def prediction(self, job: Job) -> float:
+        """p(J, t) from the history at t: the mean runtime of the user's two most recently
+        completed jobs (or the only one's), capped by the request; the request without."""
+        done = self.history[job.user] if job.user >= 0 else []
+        if not done:
+            return job.requested_time
+        last = [runtime for *_, runtime in done[-2:]]
+        mean = last[0] if len(last) == 1 else (last[0] + last[1]) / 2
+        return min(mean, job.requested_time)
+
+    def runtime_estimate(self, job: Job) -> float:
+        """What backfilling takes as the job's runtime if it started now."""
+        return self.prediction(job) if self.estimate == "predicted" else job.requested_time
 
     def start(self, job: Job, t: float) -> None:
         self.starts[job.id] = t
+        self.predicted_run[job.id] = self.prediction(job)
+        self.not_in_history.append((t, job))
         if job in self.waiting:
             self.waiting.remove(job)
         if job.runtime > 0:  # a runtime-0 job returns its procs at once and never runs
@@ -125,6 +156,12 @@ class _Sim:
         for s, j in ended:
             self.running.remove((s, j))
             self.free += j.procs
+        # The history at t: every job that ended by t and started before t (a runtime-0 job
+        # started at t joins at the next event time).
+        done = [(s, j) for s, j in self.not_in_history if s < t and s + j.runtime <= t]
+        for s, j in done:
+            self.not_in_history.remove((s, j))
+            bisect.insort(self.history[j.user], (s + j.runtime, j.submit, j.id, j.runtime))
 
     def decide(self, t: float) -> None:
         """Steps 1 and 2 of the decision model at time t."""
@@ -151,9 +188,16 @@ class _Sim:
         elif self.backfill != "none":
             raise ValueError(f"unknown backfill {self.backfill!r}")
 
+    def estimated_end(self, s: float, job: Job, t: float) -> float:
+        """Of a job running since s: with predictions start + p_run until it outruns them;
+        else, or then, max(start + requested_time, t)."""
+        if self.estimate == "predicted" and s + self.predicted_run[job.id] > t:
+            return s + self.predicted_run[job.id]
+        return max(s + job.requested_time, t)
+
     def estimated_ends(self, t: float) -> list[tuple[float, int]]:
-        """(max(start + requested_time, t), procs) of every running job, by estimated end."""
-        return sorted((max(s + j.requested_time, t), j.procs) for s, j in self.running)
+        """(estimated end at t, procs) of every running job, by estimated end."""
+        return sorted((self.estimated_end(s, j, t), j.procs) for s, j in self.running)
 
     def easy_scan(self, t: float) -> None:
         head = self.committed
@@ -165,7 +209,7 @@ class _Sim:
         for job in self.ordered(t):
             if job.procs > self.free:
                 continue
-            if t + job.requested_time <= shadow:
+            if t + self.runtime_estimate(job) <= shadow:
                 self.start(job, t)
             elif job.procs <= extra:
                 extra -= job.procs
@@ -176,7 +220,7 @@ class _Sim:
         free0 = self.free
         reservations: list[tuple[float, float, int]] = []
         for job in [self.committed, *self.ordered(t)]:
-            d = job.requested_time
+            d = self.runtime_estimate(job)
             tau = _earliest_start(_profile(t, free0, ends, reservations), job.procs, d)
             # The committed job never fits the real free procs here, so it is always reserved.
             if tau == t and job.procs <= self.free:
@@ -194,11 +238,14 @@ def simulate(
     backfill: str,
     on_shadow: ShadowHook | None = None,
     choose: ChooseHook | None = None,
+    estimate: str = "request",
 ) -> dict[int, float]:
     """Start time of every job; `jobs` are cleaned and ordered by (submit, id)."""
     if not jobs:
         return {}
-    sim = _Sim(policy, backfill, on_shadow, choose, free=machine_procs)
+    if estimate not in ESTIMATES:
+        raise ValueError(f"unknown estimate {estimate!r}")
+    sim = _Sim(policy, backfill, on_shadow, choose, estimate, free=machine_procs)
     next_arrival = 0
     t = jobs[0].submit
     while True:

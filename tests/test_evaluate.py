@@ -24,7 +24,7 @@ from ddppo_hpc.sim import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = [sys.executable, "-m"]
-SCHEDULERS = ["ddppo", "fcfs", "sjf", "wfp3", "unicep", "f1"]
+SCHEDULERS = ["ddppo", "fcfs", "sjf", "wfp3", "unicep", "f1", "sjbf"]
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_heuristic_schedules_are_the_simulators(evaluated):
 def test_windows_agree_with_their_jobs_and_schedules_fit_the_machine(evaluated):
     r = read_results(evaluated["results"])
     j, w = r.jobs, r.windows
-    assert len(w["policy"]) == 6 * 2 * 2 and list(w["jobs"][:2]) == [1024, 976]
+    assert len(w["policy"]) == 7 * 2 * 2 and list(w["jobs"][:2]) == [1024, 976]
     for row in range(len(w["policy"])):
         rows = (j["policy"] == w["policy"][row]) & (j["backfill"] == w["backfill"][row])
         rows &= j["window"] == w["window"][row]
@@ -172,13 +172,13 @@ def test_analyze_writes_table_plots_and_readme_block(evaluated):
         assert (tmp / "an" / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = [line for line in (tmp / "an" / "results.md").read_text().splitlines()
              if line.startswith("| ")][1:]  # fmt: skip
-    assert len(table) == 12 and table[0].startswith("| ddppo | none | 2 |")
+    assert len(table) == 14 and table[0].startswith("| ddppo | none | 2 |")
     assert "Published: A paper." in (tmp / "an" / "results.md").read_text()
     summary = read_results(evaluated["results"]).summary
     # Bold: the lowest mean bsld among the easy-backfill rows (odd rows), and only it.
     best = 2 * int(np.argmin(summary["avg_bsld_mean"][1::2])) + 1
     bsld_cells = [row.split(" | ")[3] for row in table]
-    assert [k for k in range(1, 12, 2) if bsld_cells[k].startswith("**")] == [best]
+    assert [k for k in range(1, 14, 2) if bsld_cells[k].startswith("**")] == [best]
     sjf_easy = next(row for row in table if row.startswith("| sjf | easy |"))
     assert sjf_easy.endswith("| 73.31 |")
     text = readme.read_text()

@@ -52,6 +52,24 @@ def test_cpp_equals_reference_on_a_real_window(policy, backfill):
     assert all(result.metrics[k] == v for k, v in ref.items())
 
 
+@pytest.mark.parametrize(
+    ("policy", "backfill"), [("sjbf", "easy"), ("fcfs", "conservative"), ("sjbf", "conservative")]
+)
+def test_predicted_estimates_equal_reference_on_kth_windows(policy, backfill):
+    """EASY++ predictions on KTH-SP2 (214 users with real histories and requests): three
+    windows of 1000 jobs, job by job; the predictions change the schedules."""
+    trace = load("KTH-SP2-1996-2.1-cln.swf.gz")
+    for begin in (0, 10_000, 20_000):
+        jobs = jobs_of(trace, begin, begin + 1000)
+        result = simulate_cpp(trace, policy, backfill, begin, 1000, estimate="predicted")
+        expected = simulate(jobs, trace.machine_procs, policy, backfill, estimate="predicted")
+        assert dict(zip(trace.id[begin : begin + 1000].tolist(), result.start_time.tolist())) == (
+            expected
+        )
+        requests = simulate_cpp(trace, policy, backfill, begin, 1000)
+        assert result.start_time.tolist() != requests.start_time.tolist()
+
+
 def test_window_clock_starts_at_first_job_and_is_independent_of_earlier_jobs():
     trace = load("lublin_256.swf.gz")
     jobs = jobs_of(trace, 500, 600)

@@ -106,7 +106,7 @@ def test_evaluate_compares_the_policy_with_every_heuristic(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     rows = [line.split() for line in out.stdout.splitlines()[1:]]
-    assert [r[0] for r in rows] == ["ddppo", "fcfs", "sjf", "wfp3", "unicep", "f1"]
+    assert [r[0] for r in rows] == ["ddppo", "fcfs", "sjf", "wfp3", "unicep", "f1", "sjbf"]
     assert all(r[1] == "easy" and r[2] == "3" for r in rows)
     # The checkpoint file names the same run; without a checkpoint only heuristics run.
     by_file = subprocess.run(

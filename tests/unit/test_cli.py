@@ -74,7 +74,18 @@ def test_protocol_reports_each_window(tmp_path):
 def test_all_policies_and_backfills_print_a_table(tmp_path):
     out = run("--trace", swf(tmp_path, JOBS), "--policy", "all", "--backfill", "all")
     assert out.returncode == 0, out.stderr
-    assert len(out.stdout.strip().splitlines()) == 2 + 15
+    assert len(out.stdout.strip().splitlines()) == 2 + 6 * 3
+
+
+def test_estimate_all_runs_requests_and_predictions(tmp_path):
+    # easy_backfills_on_a_short_prediction (tests/cases.py): J4 starts at 5 with predictions,
+    # at 30 with requests.
+    jobs = [(1, 0, 4, 1, 100, 1), (2, 0, 20, 6, 20, 2), (3, 1, 10, 8, 10, 3), (4, 5, 3, 4, 30, 1)]
+    trace = swf(tmp_path, jobs, header="; MaxProcs: 10\n")
+    out = run("--trace", trace, "--policy", "fcfs", "--estimate", "all", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [(r["estimate"], r["max_wait"]) for r in rows] == [("request", 25), ("predicted", 19)]
 
 
 @pytest.mark.parametrize(

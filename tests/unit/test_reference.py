@@ -4,7 +4,7 @@ import pytest
 from cases import CASES
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference_sim import BACKFILLS, POLICIES, Job, metrics, score, simulate
+from reference_sim import BACKFILLS, ESTIMATES, POLICIES, Job, metrics, score, simulate
 
 COMBOS = [(p, b) for p in POLICIES for b in BACKFILLS]
 
@@ -15,7 +15,10 @@ def _jobs(case):
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_hand_computed_case(case):
-    starts = simulate(_jobs(case), case["machine_procs"], case["policy"], case["backfill"])
+    estimate = case.get("estimate", "request")
+    starts = simulate(
+        _jobs(case), case["machine_procs"], case["policy"], case["backfill"], estimate=estimate
+    )
     assert starts == case["expected_start"]
 
 
@@ -24,6 +27,14 @@ def test_hand_computed_case(case):
 )
 def test_policy_cases_differ_from_fcfs(case):
     starts = simulate(_jobs(case), case["machine_procs"], "fcfs", case["backfill"])
+    assert starts != case["expected_start"]
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c.get("estimate") == "predicted"], ids=lambda c: c["name"]
+)
+def test_prediction_cases_differ_from_requests(case):
+    starts = simulate(_jobs(case), case["machine_procs"], case["policy"], case["backfill"])
     assert starts != case["expected_start"]
 
 
@@ -89,12 +100,13 @@ def _check_basic_invariants(jobs, machine, starts):
         assert j.runtime > 0 or earlier + j.procs <= machine
 
 
+@pytest.mark.parametrize("estimate", ESTIMATES)
 @pytest.mark.parametrize(("policy", "backfill"), COMBOS)
 @settings(max_examples=60, deadline=None)
 @given(workloads())
-def test_random_workload_invariants(policy, backfill, workload):
+def test_random_workload_invariants(policy, backfill, estimate, workload):
     jobs, machine = workload
-    starts = simulate(jobs, machine, policy, backfill)
+    starts = simulate(jobs, machine, policy, backfill, estimate=estimate)
     _check_basic_invariants(jobs, machine, starts)
     metrics(jobs, starts, machine)
 

@@ -9,8 +9,11 @@ import numpy as np
 from ddppo_hpc import _core
 from ddppo_hpc.data.trace import Trace
 
-POLICIES = ("fcfs", "sjf", "wfp3", "unicep", "f1")
+# sjbf orders by the EASY++ runtime prediction; with backfill "easy" and estimate "predicted"
+# it is EASY++ (Tsafrir, Etsion and Feitelson, IEEE TPDS 2007; docs/simulation.md).
+POLICIES = ("fcfs", "sjf", "wfp3", "unicep", "f1", "sjbf")
 BACKFILLS = ("none", "easy", "conservative")
+ESTIMATES = ("request", "predicted")  # what backfilling takes as a job's runtime
 PROTOCOL_WINDOWS, PROTOCOL_JOBS = 10, 1024  # RLScheduler's evaluation (SC'20)
 SUMMARY_KEYS = (
     "avg_wait",
@@ -39,19 +42,23 @@ def simulate(
     backfill: str = "easy",
     start: int = 0,
     jobs: int | None = None,
+    estimate: str = "request",
 ) -> SimResult:
-    """Simulates jobs `start .. start+jobs-1` (clipped at the end) on an empty machine."""
+    """Simulates jobs `start .. start+jobs-1` (clipped at the end) on an empty machine;
+    backfilling estimates runtimes by the users' requests or by EASY++ predictions."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy '{policy}' (choose from {', '.join(POLICIES)})")
     if backfill not in BACKFILLS:
         raise ValueError(f"unknown backfill '{backfill}' (choose from {', '.join(BACKFILLS)})")
+    if estimate not in ESTIMATES:
+        raise ValueError(f"unknown estimate '{estimate}' (choose from {', '.join(ESTIMATES)})")
     if start < 0 or start >= len(trace):
         raise ValueError(f"--start {start} is outside the trace's {len(trace)} jobs")
     if jobs is not None and jobs <= 0:
         raise ValueError(f"--jobs must be positive, not {jobs}")
     end = len(trace) if jobs is None else min(len(trace), start + jobs)
     start_time, metrics = _core.simulate(
-        *trace.core_columns(), trace.machine_procs, policy, backfill, start, end
+        *trace.core_columns(), trace.machine_procs, policy, backfill, start, end, estimate
     )
     return SimResult(start, end, start_time, metrics)
 
@@ -99,6 +106,7 @@ def rlscheduler_protocol(
     start: int = 0,
     windows: int = PROTOCOL_WINDOWS,
     window_jobs: int = PROTOCOL_JOBS,
+    estimate: str = "request",
 ) -> dict:
     """RLScheduler's evaluation (SC'20): consecutive windows of 1024 jobs from `start`.
 
@@ -106,7 +114,7 @@ def rlscheduler_protocol(
     `jobs` is the total), each window's `avg_bsld` under `windows`, and `mean_avg_bsld`.
     """
     results = [
-        simulate(trace, policy, backfill, first, jobs)
+        simulate(trace, policy, backfill, first, jobs, estimate)
         for first, jobs in protocol_windows(len(trace), start, windows, window_jobs)
     ]
     summary = {"jobs": sum(r.metrics["jobs"] for r in results)}
@@ -120,6 +128,7 @@ def rlscheduler_protocol(
 
 __all__ = [
     "BACKFILLS",
+    "ESTIMATES",
     "POLICIES",
     "PROTOCOL_JOBS",
     "PROTOCOL_WINDOWS",

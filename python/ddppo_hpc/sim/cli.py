@@ -14,6 +14,7 @@ from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.io import atomic_write
 from ddppo_hpc.sim import (
     BACKFILLS,
+    ESTIMATES,
     POLICIES,
     PROTOCOL_JOBS,
     PROTOCOL_WINDOWS,
@@ -34,6 +35,8 @@ examples:
       --protocol rlscheduler
   python -m ddppo_hpc.sim --trace KTH-SP2.swf --start 1000 --jobs 5000 --json \\
       --per-job jobs.csv
+  python -m ddppo_hpc.sim --trace KTH-SP2.swf --policy sjbf --backfill easy \\
+      --estimate predicted          # EASY++ (Tsafrir, Etsion and Feitelson, 2007)
 """
 
 
@@ -75,6 +78,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="backfilling while the picked job waits, or all (default easy)",
     )
     p.add_argument(
+        "--estimate",
+        default="request",
+        choices=(*ESTIMATES, "all"),
+        help="runtime backfilling assumes: the user's request, the EASY++ prediction (mean of "
+        "the user's last two runtimes, capped by the request), or all (default request)",
+    )
+    p.add_argument(
         "--start",
         type=bounded_int(0),
         default=0,
@@ -94,8 +104,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.protocol and args.jobs is not None:
         p.error("--jobs and --protocol exclude each other")
-    if args.per_job and (args.protocol or "all" in (args.policy, args.backfill)):
-        p.error("--per-job needs a single window and a single policy and backfill")
+    if args.per_job and (args.protocol or "all" in (args.policy, args.backfill, args.estimate)):
+        p.error("--per-job needs a single window and a single policy, backfill and estimate")
     return args
 
 
@@ -119,12 +129,14 @@ def load_dataset(args: argparse.Namespace) -> Trace:
     return trace
 
 
-def run_one(trace: Trace, policy: str, backfill: str, args: argparse.Namespace) -> dict:
-    row = {"policy": policy, "backfill": backfill, "dropped": trace.dropped}
+def run_one(
+    trace: Trace, policy: str, backfill: str, estimate: str, args: argparse.Namespace
+) -> dict:
+    row = {"policy": policy, "backfill": backfill, "estimate": estimate, "dropped": trace.dropped}
     if args.protocol:
-        row.update(rlscheduler_protocol(trace, policy, backfill, start=args.start))
+        row.update(rlscheduler_protocol(trace, policy, backfill, args.start, estimate=estimate))
         return row
-    result = simulate(trace, policy, backfill, start=args.start, jobs=args.jobs)
+    result = simulate(trace, policy, backfill, args.start, args.jobs, estimate)
     row.update({k: v for k, v in result.metrics.items() if not k.startswith("user")})
     if args.per_job:
         write_per_job(args.per_job, trace, result)
@@ -145,10 +157,10 @@ def print_table(trace: Trace, rows: list[dict], protocol: bool) -> None:
         f"trace {trace.source}: {len(trace)} jobs on {trace.machine_procs} procs "
         f"(dropped: {dropped})"
     )
-    head = ["policy", "backfill", "jobs", *SUMMARY_KEYS]
+    head = ["policy", "backfill", "estimate", "jobs", *SUMMARY_KEYS]
     print("  ".join(f"{h:>14}" for h in head))
     for row in rows:
-        cells = [row["policy"], row["backfill"], str(row["jobs"])]
+        cells = [row["policy"], row["backfill"], row["estimate"], str(row["jobs"])]
         cells += [
             f"{row[k]:.4f}" if k in ("utilization", "jain_user_bsld") else f"{row[k]:.2f}"
             for k in SUMMARY_KEYS
@@ -162,9 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     policies = POLICIES if args.policy == "all" else (args.policy,)
     backfills = BACKFILLS if args.backfill == "all" else (args.backfill,)
+    estimates = ESTIMATES if args.estimate == "all" else (args.estimate,)
     try:
         trace = load(args)
-        rows = [run_one(trace, p, b, args) for p in policies for b in backfills]
+        rows = [
+            run_one(trace, p, b, e, args) for p in policies for b in backfills for e in estimates
+        ]
     except (TraceError, ValueError, OSError) as e:
         print(f"python -m ddppo_hpc.sim: error: {e}", file=sys.stderr)
         return 2
