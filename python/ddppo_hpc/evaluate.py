@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import hashlib
 import json
 import platform
 import shlex
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -44,7 +42,7 @@ from ddppo_hpc.dist.control import CHECKPOINT, read_checkpoint
 from ddppo_hpc.env import EPISODE_METRICS, VecSchedulingEnv
 from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
-from ddppo_hpc.io import output_errors
+from ddppo_hpc.io import check_output, not_an_input
 from ddppo_hpc.policy import build_policy, decide, initial_memory
 from ddppo_hpc.results import Outcome, results_of, write_results
 from ddppo_hpc.sim import BACKFILLS, POLICIES, PROTOCOL_JOBS, PROTOCOL_WINDOWS, simulate
@@ -153,26 +151,6 @@ def weights_problem(expected: dict, saved: object) -> str | None:
             return f"{name} is {list(shape)} in the weights, {list(tensor.shape)} in the policy"
     unexpected = [name for name in saved if name not in expected]
     return f"{unexpected[0]} in the weights is not in the policy" if unexpected else None
-
-
-def check_output(path: str) -> None:
-    """Refuses an output that could not be written, before the evaluation: an existing
-    directory, or a folder that is missing or takes no new file."""
-    target = Path(path)
-    with output_errors(target):
-        if target.is_dir():
-            raise IsADirectoryError(errno.EISDIR, "is a directory")
-        tempfile.TemporaryFile(dir=target.parent).close()
-
-
-def not_an_input(out: str, inputs: list) -> None:
-    """Refuses an output that would replace an input: the checkpoint, the trace file, or a
-    file in the trace's store."""
-    target = Path(out).resolve()
-    for given in map(Path, inputs):
-        where = given.resolve()
-        if target == where or (where.is_dir() and where in target.parents):
-            raise ValueError(f"{out}: would replace {given}, an input: write the results elsewhere")
 
 
 def evaluation_trace(config: TrainConfig, trace_path: str | None) -> tuple[Trace, str | None]:

@@ -41,6 +41,26 @@ def output_errors(target: str | Path) -> Iterator[None]:
         raise OutputError(f"{target}: cannot write: {_reason(e)}") from None
 
 
+def check_output(path: str | Path) -> None:
+    """Refuses an output that could not be written, before the work that produces it: an
+    existing directory, or a folder that is missing or takes no new file."""
+    target = Path(path)
+    with output_errors(target):
+        if target.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a directory")
+        tempfile.TemporaryFile(dir=target.parent).close()
+
+
+def not_an_input(out: str | Path, inputs: list) -> None:
+    """Refuses an output that would replace one of the inputs: a file given as input, or a
+    file inside an input directory (a trace store)."""
+    target = Path(out).resolve()
+    for given in map(Path, inputs):
+        where = given.resolve()
+        if target == where or (where.is_dir() and where in target.parents):
+            raise OutputError(f"{out}: would replace {given}, an input: write it elsewhere")
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """Opens a temp file beside `path`; renames it onto `path` only if the block succeeds."""

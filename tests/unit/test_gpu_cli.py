@@ -126,3 +126,14 @@ def test_synthetic_jobs_fit_an_alibaba_node():
 def test_load_refuses_mixed_inputs(philly, tmp_path):
     with pytest.raises(ValueError, match="cannot use"):
         load([str(philly), str(philly)])
+
+
+def test_per_job_never_replaces_the_trace(philly):
+    before = philly.read_bytes()
+    done = run("--trace", philly, "--per-job", philly)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"python -m ddppo_hpc.gpu: error: {philly}: would replace {philly}, an input: "
+        "write it elsewhere"
+    )
+    assert philly.read_bytes() == before

@@ -356,3 +356,15 @@ def test_gzip_inputs_name_their_path_once(tmp_path, log):
             line = one_error_line(done.stderr, prefix)
             assert done.returncode == 2 and line.count(str(path)) == 1, line
     shutil.rmtree(tmp_path / "o", ignore_errors=True)
+
+
+def test_sim_per_job_never_replaces_its_trace_and_checks_its_folder_first(log, capsys):
+    before = log.read_bytes()
+    assert sim_main(["--trace", str(log), "--per-job", str(log)]) == 2
+    assert one_error_line(capsys.readouterr().err, SIM).endswith(
+        f"{log}: would replace {log}, an input: write it elsewhere"
+    )
+    assert log.read_bytes() == before
+    missing = log.parent / "no-such-folder" / "jobs.csv"
+    assert sim_main(["--trace", str(log), "--per-job", str(missing)]) == 2
+    assert "cannot write: no such file or directory" in capsys.readouterr().err

@@ -12,7 +12,7 @@ from ddppo_hpc.data.trace import TraceError
 from ddppo_hpc.gpu import METRICS, ORDERS, PLACEMENTS, GpuResult, simulate_gpu
 from ddppo_hpc.gpu.topology import Cluster, uniform
 from ddppo_hpc.gpu.workload import GpuWorkload, from_trace, load, node_machines
-from ddppo_hpc.io import atomic_write
+from ddppo_hpc.io import atomic_write, check_output, not_an_input
 
 MAX_GPUS = 2**20  # racks x machines x GPUs: a million GPUs, beyond any cluster built
 MAX_SYNTHETIC_JOBS = 10_000_000  # their columns take about 1.3 GB
@@ -150,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     orders = ORDERS if args.order == "all" else (args.order,)
     placements = PLACEMENTS if args.placement == "all" else (args.placement,)
     try:
+        if args.per_job:  # found before the simulation, not after it
+            check_output(args.per_job)
+            not_an_input(args.per_job, args.trace or [])
         workload, cluster = load_workload(args)
         rows = []
         for order in orders:

@@ -11,7 +11,7 @@ from ddppo_hpc.args import SEED_MAX, bounded_int
 from ddppo_hpc.data import Trace, TraceError, read_swf
 from ddppo_hpc.data.store import TraceStore
 from ddppo_hpc.data.synthetic import generate
-from ddppo_hpc.io import atomic_write
+from ddppo_hpc.io import atomic_write, check_output, not_an_input
 from ddppo_hpc.sim import (
     BACKFILLS,
     ESTIMATES,
@@ -176,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     backfills = BACKFILLS if args.backfill == "all" else (args.backfill,)
     estimates = ESTIMATES if args.estimate == "all" else (args.estimate,)
     try:
+        if args.per_job:  # found before the simulation, not after it
+            check_output(args.per_job)
+            not_an_input(args.per_job, [args.trace] if args.trace else [])
         trace = load(args)
         rows = [
             run_one(trace, p, b, e, args) for p in policies for b in backfills for e in estimates
