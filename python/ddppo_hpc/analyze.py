@@ -29,7 +29,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ddppo_hpc.io import atomic_write, output_errors
+from ddppo_hpc.io import atomic_write, output_errors, reason
 from ddppo_hpc.results import LOWER_IS_BETTER, METRICS, Results, read_results
 
 HEADINGS = {
@@ -63,7 +63,7 @@ def read_text(path: str | Path) -> str:
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 text") from None
     except OSError as e:
-        raise ValueError(f"{path}: cannot read: {(e.strerror or str(e)).lower()}") from None
+        raise ValueError(f"{path}: cannot read: {reason(e)}") from None
 
 
 def read_published(path: str | None) -> dict[tuple[str, str], tuple[float, str]]:
@@ -232,7 +232,7 @@ def read_learning_curve(metrics: Path) -> tuple[np.ndarray, np.ndarray]:
                 raise ValueError(f"{metrics}: not a training metrics file: no {', '.join(missing)}")
             update, bsld = (f[name][...] for name in LEARNING_CURVE)
     except OSError as e:
-        raise ValueError(f"{metrics}: cannot read metrics ({str(e).splitlines()[0]})") from None
+        raise ValueError(f"{metrics}: cannot read metrics ({reason(e)})") from None
     if update.ndim != 1 or update.shape != bsld.shape:
         raise ValueError(f"{metrics}: update and episode_bsld are not columns of one table")
     return update, bsld

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+from ddppo_hpc.io import reason
+
 
 class ConfigError(ValueError):
     """A configuration that cannot be used; the message names the file or key."""
@@ -276,7 +278,7 @@ def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConf
         except FileNotFoundError:
             raise ConfigError(f"{path}: no such file") from None
         except OSError as e:
-            raise ConfigError(f"{path}: cannot read: {(e.strerror or str(e)).lower()}") from None
+            raise ConfigError(f"{path}: cannot read: {reason(e)}") from None
         except UnicodeDecodeError:
             raise ConfigError(f"{path}: not a YAML file (not UTF-8 text)") from None
         except yaml.YAMLError as e:

@@ -20,8 +20,9 @@ class OutputError(OSError):
     """An output that could not be written; the message names the target and why."""
 
 
-def _reason(error: OSError) -> str:
-    """Why a write failed, in words; HDF5 reports errno only inside its message."""
+def reason(error: OSError) -> str:
+    """Why a read or write failed, in a few lowercase words ("no such file or directory");
+    HDF5 reports errno only inside its message."""
     text = str(error)
     if error.errno == errno.ENOSPC or "errno = 28" in text or "No space left" in text:
         return "no space left on device"
@@ -38,7 +39,7 @@ def output_errors(target: str | Path) -> Iterator[None]:
     except OutputError:
         raise
     except OSError as e:
-        raise OutputError(f"{target}: cannot write: {_reason(e)}") from None
+        raise OutputError(f"{target}: cannot write: {reason(e)}") from None
 
 
 def check_output(path: str | Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ddppo_hpc.io import atomic_hdf5
+from ddppo_hpc.io import atomic_hdf5, reason
 from ddppo_hpc.rl.ppo import PPOStats
 
 
@@ -77,7 +77,7 @@ def read(path: Path, last_update: int) -> dict[str, list]:
         keep = columns["update"] <= last_update
     except (OSError, KeyError) as e:
         raise ValueError(
-            f"{path}: unreadable metrics file ({str(e).splitlines()[0]}); move it away to "
+            f"{path}: unreadable metrics file ({reason(e)}); move it away to "
             "resume without its rows"
         ) from None
     return {name: list(values[keep]) for name, values in columns.items()}

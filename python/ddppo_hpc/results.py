@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import h5py
 import numpy as np
 
 from ddppo_hpc.env import EPISODE_METRICS
-from ddppo_hpc.io import atomic_hdf5
+from ddppo_hpc.io import atomic_hdf5, reason
 from ddppo_hpc.sim import job_records
 
 SCHEMA_VERSION = 1
@@ -177,8 +176,7 @@ def read_results(path: str | Path) -> Results:
             attrs = {k: _plain(v) for k, v in f.attrs.items()}
             groups = [_decoded({n: f[g][n][...] for n in dtypes}) for g, dtypes in TABLES.items()]
     except OSError as e:  # h5py's message spells out its flags; errno says it shorter
-        why = os.strerror(e.errno).lower() if e.errno else str(e).splitlines()[0]
-        raise ValueError(f"{path}: cannot read results ({why})") from None
+        raise ValueError(f"{path}: cannot read results ({reason(e)})") from None
     return Results(attrs, *groups)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from ddppo_hpc.data.manifest import CORE_COLUMNS, MANIFEST, manifest_problems, read_manifest
 from ddppo_hpc.data.trace import Trace, TraceError
+from ddppo_hpc.io import reason
 
 CHUNK_ROWS = 1 << 16  # rows per HDF5 chunk, and per streamed chunk
 # LZF (shipped with h5py; other HDF5 tools need its filter plugin) writes twice as fast as
@@ -95,7 +96,7 @@ class TraceStore:
         except FileNotFoundError:
             raise TraceError(f"{path}: missing partition") from None
         except OSError as e:
-            raise TraceError(f"{path}: unreadable partition: {e.strerror or e}") from None
+            raise TraceError(f"{path}: unreadable partition: {reason(e)}") from None
         if digest != part["sha256"]:
             raise TraceError(f"{path}: checksum mismatch (altered or truncated)")
         with self._open_file(k) as f:

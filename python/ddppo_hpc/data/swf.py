@@ -13,6 +13,7 @@ import numpy as np
 
 from ddppo_hpc import _core
 from ddppo_hpc.data.trace import Cleaning, Trace, TraceError, cleaned_trace, cleaning
+from ddppo_hpc.io import reason
 
 # The 18 SWF fields, in order, by the names the project uses: those the simulation contract
 # names keep its names (field 9, the user's estimate, is `swf_requested_time`, as the
@@ -67,7 +68,7 @@ def read_bytes(path: str | Path, limit: int = -1) -> bytes:
     except (gzip.BadGzipFile, EOFError, zlib.error) as e:
         raise TraceError(f"{path}: corrupt gzip data: {e}") from None
     except OSError as e:
-        raise TraceError(f"{path}: cannot read: {e.strerror or e}") from None
+        raise TraceError(f"{path}: cannot read: {reason(e)}") from None
     _check_text(path, data)
     return data
 
@@ -78,7 +79,7 @@ def _check_regular(path: Path) -> None:
     except FileNotFoundError:
         raise TraceError(f"{path}: no such file") from None
     except OSError as e:
-        raise TraceError(f"{path}: cannot read: {e.strerror}") from None
+        raise TraceError(f"{path}: cannot read: {reason(e)}") from None
     if not stat.S_ISREG(mode):
         raise TraceError(f"{path}: not a regular file; give a text log")
 

@@ -13,7 +13,7 @@ from typing import TypeVar
 import torch
 from mpi4py import MPI
 
-from ddppo_hpc.io import atomic_write, output_errors
+from ddppo_hpc.io import atomic_write, output_errors, reason
 
 CHECKPOINT = "checkpoint.pt"
 METRICS = "metrics.h5"
@@ -122,7 +122,7 @@ def read_checkpoint(file: Path) -> dict:
     except FileNotFoundError:
         raise CheckpointError(f"{file}: no checkpoint") from None
     except (IsADirectoryError, PermissionError) as e:
-        raise CheckpointError(f"{file}: cannot read: {e.strerror.lower()}") from None
+        raise CheckpointError(f"{file}: cannot read: {reason(e)}") from None
     except Exception:  # unpickling foreign or cut-off bytes fails in any way (Errno 22, EOF...)
         raise CheckpointError(
             f"{file}: not a ddppo-hpc training checkpoint (truncated, or another kind of file)"
