@@ -28,6 +28,9 @@ CORE_COLUMNS = {
     "group": np.int64,
     "queue": np.int64,
 }
+# Columns a store may have, checked when listed: an SWF store keeps field 3, the recorded
+# wait (all 18 fields); a synthetic or GPU store has none, and reads as -1 (unknown).
+OPTIONAL_COLUMNS = {"wait_time": np.float64}
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _MISSING = object()
 
@@ -59,6 +62,10 @@ def manifest_problems(document: object, where: Path) -> list[str]:
         for name, dtype in CORE_COLUMNS.items():
             wanted = np.dtype(dtype).name
             check(columns, name, lambda v, w=wanted: v == w, repr(wanted), "columns")
+        for name, dtype in OPTIONAL_COLUMNS.items():
+            wanted = np.dtype(dtype).name
+            if name in columns:
+                check(columns, name, lambda v, w=wanted: v == w, repr(wanted), "columns")
     check(document, "time_span", _time_span, "[first, last] submit times")
     if "dropped" in document:
         check(document, "dropped", _counts, "an object of counts by reason")

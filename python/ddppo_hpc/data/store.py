@@ -15,7 +15,13 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ddppo_hpc.data.manifest import CORE_COLUMNS, MANIFEST, manifest_problems, read_manifest
+from ddppo_hpc.data.manifest import (
+    CORE_COLUMNS,
+    MANIFEST,
+    OPTIONAL_COLUMNS,
+    manifest_problems,
+    read_manifest,
+)
 from ddppo_hpc.data.trace import Trace, TraceError
 from ddppo_hpc.io import reason
 
@@ -136,8 +142,10 @@ class TraceStore:
                 yield self.read(k, start, min(rows, start + chunk_rows), columns)
 
     def trace(self, start: int = 0, jobs: int | None = None) -> Trace:
-        """Jobs start .. start+jobs-1 of the whole store as a Trace (for the simulator)."""
-        return self.as_trace(self.columns(start, jobs))
+        """Jobs start .. start+jobs-1 of the whole store as a Trace (for the simulator), with
+        the recorded waits when the store has them."""
+        optional = [name for name in OPTIONAL_COLUMNS if name in self.manifest["columns"]]
+        return self.as_trace(self.columns(start, jobs, (*CORE_COLUMNS, *optional)))
 
     def columns(
         self, start: int = 0, jobs: int | None = None, names=tuple(CORE_COLUMNS)
@@ -157,11 +165,13 @@ class TraceStore:
         return {name: np.concatenate([p[name] for p in pieces]) for name in names}
 
     def as_trace(self, columns: dict[str, np.ndarray]) -> Trace:
+        """A Trace of read columns: the core ones, and `wait_time` if read (else -1)."""
         return Trace(
             **{name: columns[name] for name in CORE_COLUMNS},
             machine_procs=self.machine_procs,
             dropped=dict(self.manifest.get("dropped", {})),
             source=str(self.path),
+            wait_time=columns.get("wait_time"),
         )
 
     def validate(self) -> list[str]:

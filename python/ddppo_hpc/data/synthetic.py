@@ -267,6 +267,7 @@ def _swf_table(trace: Trace) -> np.ndarray:
     table = np.full((len(trace), 18), -1.0)
     table[:, 0] = trace.id
     table[:, 1] = trace.submit
+    table[:, 2] = trace.wait_time
     table[:, 3] = trace.runtime
     table[:, 4] = table[:, 7] = trace.procs
     table[:, 8] = trace.requested_time

@@ -17,9 +17,11 @@ class TraceError(ValueError):
 class Trace:
     """Jobs ordered by (submit, id), every one fitting the machine.
 
-    Columns follow the Standard Workload Format: `submit` (field 2), `runtime` (4),
+    Columns follow the Standard Workload Format: `submit` (field 2), `wait_time` (3: the
+    wait the site's scheduler gave the job, its recorded schedule), `runtime` (4),
     `procs` = max(allocated (5), requested (8)), `requested_time` (9, or runtime when
-    not > 0), `user` (12), `group` (13), `queue` (15); -1 means unknown.
+    not > 0), `user` (12), `group` (13), `queue` (15); -1 means unknown. Without
+    `wait_time` every job's is -1 (a source with no recorded schedule: the generator).
     """
 
     id: np.ndarray
@@ -33,13 +35,21 @@ class Trace:
     machine_procs: int
     dropped: dict[str, int] = field(default_factory=dict)
     source: str = "<memory>"
+    wait_time: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.wait_time is None:  # frozen: set once, here
+            object.__setattr__(self, "wait_time", np.full(len(self.id), -1.0))
 
     def __len__(self) -> int:
         return len(self.id)
 
     def slice(self, start: int, stop: int) -> Trace:
         """Jobs start .. stop-1, on the same machine."""
-        columns = ("id", "submit", "runtime", "requested_time", "procs", "user", "group", "queue")
+        columns = (
+            "id", "submit", "runtime", "requested_time", "procs", "user", "group", "queue",
+            "wait_time",
+        )  # fmt: skip
         return replace(self, **{name: getattr(self, name)[start:stop] for name in columns})
 
     def core_columns(self) -> tuple[np.ndarray, ...]:
@@ -122,7 +132,8 @@ def clean(
     header_max_nodes: int = -1,
     source: str = "<memory>",
 ) -> Trace:
-    """A Trace of raw SWF-like columns (see `cleaning`); `user`, `group`, `queue` optional."""
+    """A Trace of raw SWF-like columns (see `cleaning`); `user`, `group`, `queue` and
+    `wait_time` optional."""
     c = cleaning(columns, machine_procs, header_max_procs, header_max_nodes, source)
     return cleaned_trace(columns, c, source)
 
@@ -136,6 +147,7 @@ def cleaned_trace(columns: dict[str, np.ndarray], c: Cleaning, source: str) -> T
             return np.full(len(c.order), -1, dtype=np.int64)
         return np.asarray(values, dtype=np.int64)[c.order]
 
+    wait_time = columns.get("wait_time")
     return Trace(
         id=np.asarray(columns["id"], dtype=np.int64)[c.order],
         submit=np.asarray(columns["submit"], dtype=np.float64)[c.order],
@@ -148,4 +160,5 @@ def cleaned_trace(columns: dict[str, np.ndarray], c: Cleaning, source: str) -> T
         machine_procs=c.machine_procs,
         dropped=c.dropped,
         source=source,
+        wait_time=None if wait_time is None else np.asarray(wait_time, np.float64)[c.order],
     )

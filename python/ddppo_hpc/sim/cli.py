@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ddppo_hpc.args import SEED_MAX, bounded_int
@@ -18,8 +19,12 @@ from ddppo_hpc.sim import (
     POLICIES,
     PROTOCOL_JOBS,
     PROTOCOL_WINDOWS,
+    RECORDED,
+    RECORDED_NOTE,
     SUMMARY_KEYS,
+    SimResult,
     job_records,
+    recorded,
     rlscheduler_protocol,
     simulate,
 )
@@ -37,6 +42,11 @@ examples:
       --per-job jobs.csv
   python -m ddppo_hpc.sim --trace KTH-SP2.swf --policy sjbf --backfill easy \\
       --estimate predicted          # EASY++ (Tsafrir, Etsion and Feitelson, 2007)
+  python -m ddppo_hpc.sim --trace KTH-SP2-1996-2.1-cln.swf.gz --policy recorded \
+      --jobs 1024                   # what KTH's own scheduler did (SWF field 3)
+
+--policy recorded simulates nothing: each job starts at submit + its recorded wait (SWF
+field 3), so --backfill and --estimate do not apply to it, and `all` does not include it.
 """
 
 
@@ -68,18 +78,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--policy",
         default="fcfs",
-        choices=(*POLICIES, "all"),
-        help="job ordering heuristic, or all (default fcfs)",
+        choices=(*POLICIES, "all", RECORDED),
+        help="job ordering heuristic, all of them, or recorded: the schedule the site's "
+        "scheduler produced, from SWF field 3 (default fcfs)",
     )
     p.add_argument(
         "--backfill",
-        default="easy",
         choices=(*BACKFILLS, "all"),
         help="backfilling while the picked job waits, or all (default easy)",
     )
     p.add_argument(
         "--estimate",
-        default="request",
         choices=(*ESTIMATES, "all"),
         help="runtime backfilling assumes: the user's request, the EASY++ prediction (mean of "
         "the user's last two runtimes, capped by the request), or all (default request)",
@@ -102,6 +111,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", action="store_true", help="print one JSON object (a list for all)")
     p.add_argument("--per-job", metavar="OUT.csv", help="write each job's schedule as CSV")
     args = p.parse_args(argv)
+    if args.policy == RECORDED and (args.backfill or args.estimate):
+        p.error("--backfill and --estimate do not apply to --policy recorded (nothing is "
+                "simulated: the site's scheduler chose the start times)")  # fmt: skip
+    args.backfill, args.estimate = args.backfill or "easy", args.estimate or "request"
     if args.protocol and args.jobs is not None:
         p.error("--jobs and --protocol exclude each other")
     if args.per_job and (args.protocol or "all" in (args.policy, args.backfill, args.estimate)):
@@ -129,14 +142,41 @@ def load_dataset(args: argparse.Namespace) -> Trace:
     return trace
 
 
+def rows(trace: Trace, args: argparse.Namespace) -> list[dict]:
+    """One row per scheduler asked for: each policy x backfill x estimate, or the recorded
+    schedule (no backfill, no estimate, and a note on what it is)."""
+    if args.policy == RECORDED:
+        row = {"policy": RECORDED, "backfill": None, "estimate": None, "note": RECORDED_NOTE}
+        return [run_one(trace, row, lambda first, jobs: recorded(trace, first, jobs), args)]
+    policies = POLICIES if args.policy == "all" else (args.policy,)
+    backfills = BACKFILLS if args.backfill == "all" else (args.backfill,)
+    estimates = ESTIMATES if args.estimate == "all" else (args.estimate,)
+    return [
+        run_one(
+            trace,
+            {"policy": p, "backfill": b, "estimate": e},
+            lambda first, jobs, p=p, b=b, e=e: simulate(trace, p, b, first, jobs, e),
+            args,
+        )
+        for p in policies
+        for b in backfills
+        for e in estimates
+    ]
+
+
 def run_one(
-    trace: Trace, policy: str, backfill: str, estimate: str, args: argparse.Namespace
+    trace: Trace,
+    row: dict,
+    schedule: Callable[[int, int | None], SimResult],
+    args: argparse.Namespace,
 ) -> dict:
-    row = {"policy": policy, "backfill": backfill, "estimate": estimate, "dropped": trace.dropped}
+    """`row` with the metrics of `schedule(first job, jobs)` on the window, or the summary
+    of the protocol's windows."""
+    row["dropped"] = trace.dropped
     if args.protocol:
-        row.update(rlscheduler_protocol(trace, policy, backfill, args.start, estimate=estimate))
+        row.update(rlscheduler_protocol(schedule, len(trace), args.start))
         return row
-    result = simulate(trace, policy, backfill, args.start, args.jobs, estimate)
+    result = schedule(args.start, args.jobs)
     row.update({k: v for k, v in result.metrics.items() if not k.startswith("user")})
     if args.per_job:
         write_per_job(args.per_job, trace, result)
@@ -160,7 +200,7 @@ def print_table(trace: Trace, rows: list[dict], protocol: bool) -> None:
     head = ["policy", "backfill", "estimate", "jobs", *SUMMARY_KEYS]
     print("  ".join(f"{h:>14}" for h in head))
     for row in rows:
-        cells = [row["policy"], row["backfill"], row["estimate"], str(row["jobs"])]
+        cells = [row["policy"], row["backfill"] or "-", row["estimate"] or "-", str(row["jobs"])]
         cells += [
             f"{row[k]:.4f}" if k in ("utilization", "jain_user_bsld") else f"{row[k]:.2f}"
             for k in SUMMARY_KEYS
@@ -168,27 +208,25 @@ def print_table(trace: Trace, rows: list[dict], protocol: bool) -> None:
         print("  ".join(f"{c:>14}" for c in cells))
     if protocol:
         print("RLScheduler protocol: 10 windows of 1024 jobs; averages are means over windows")
+    for row in rows:
+        if "note" in row:
+            print(f"{row['policy']}: {row['note']}")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    policies = POLICIES if args.policy == "all" else (args.policy,)
-    backfills = BACKFILLS if args.backfill == "all" else (args.backfill,)
-    estimates = ESTIMATES if args.estimate == "all" else (args.estimate,)
     try:
         if args.per_job:  # found before the simulation, not after it
             check_output(args.per_job)
             not_an_input(args.per_job, [args.trace] if args.trace else [])
         trace = load(args)
-        rows = [
-            run_one(trace, p, b, e, args) for p in policies for b in backfills for e in estimates
-        ]
+        results = rows(trace, args)
     except (TraceError, ValueError, OSError) as e:
         print(f"python -m ddppo_hpc.sim: error: {e}", file=sys.stderr)
         return 2
     if args.json:
-        json.dump(rows[0] if len(rows) == 1 else rows, sys.stdout)
+        json.dump(results[0] if len(results) == 1 else results, sys.stdout)
         print()
     else:
-        print_table(trace, rows, bool(args.protocol))
+        print_table(trace, results, bool(args.protocol))
     return 0
