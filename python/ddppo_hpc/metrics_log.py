@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from pathlib import Path
@@ -11,6 +12,20 @@ import numpy as np
 
 from ddppo_hpc.io import atomic_hdf5, reason
 from ddppo_hpc.rl.ppo import PPOStats
+from ddppo_hpc.sim import simulate
+
+
+def baseline_bslds(env, info: dict, terminated: np.ndarray, config) -> list[float]:
+    """For each episode that `terminated` ends, the avg bsld of the run's env.reward_baseline
+    on the same window (env.backfill, backfilling on the requests): the heuristic the
+    environment compares the policy with, on the same jobs. NaN without a baseline (and in
+    GPU mode, whose score is JCT)."""
+    e = config.env
+    if config.gpu.mode != "off" or e.reward_baseline == "none":
+        return [np.nan] * int(terminated.sum())
+    starts = info["episode_start"][terminated].tolist()
+    run = functools.partial(simulate, env.trace, e.reward_baseline, e.backfill, jobs=e.window_jobs)
+    return [run(start=start).metrics["avg_bsld"] for start in starts]
 
 
 class MetricsLog:
@@ -32,9 +47,12 @@ class MetricsLog:
         rollout_seconds: list[float],
         rollout_steps: list[int],
         steps: int,
-        episode_bsld: list[float],
+        episode_bsld: list[tuple[float, float]],
         num_envs: int,
     ) -> None:
+        """One row; `episode_bsld` holds each ended episode's (policy's avg bsld, the reward
+        baseline's on the same window, NaN without one)."""
+        policy, baseline = np.array(episode_bsld, dtype="f8").reshape(-1, 2).T
         samples = sum(rollout_steps) * num_envs
         now = time.perf_counter()
         row = {
@@ -42,18 +60,22 @@ class MetricsLog:
             "update_seconds": now - self.last,  # wall time of the whole update
             "samples": samples,
             "steps_per_s": samples / max(rollout_seconds),
-            "episode_bsld": float(np.mean(episode_bsld)) if episode_bsld else np.nan,
-            "episodes": len(episode_bsld),
+            "episode_bsld": float(np.mean(policy)) if len(policy) else np.nan,
+            "baseline_bsld": float(np.mean(baseline)) if len(baseline) else np.nan,
+            "episodes": len(policy),
             "preempted_ranks": sum(s < steps for s in rollout_steps),
             **{name: losses[name] for name in PPOStats.__dataclass_fields__},
             "rollout_seconds": rollout_seconds,  # one column per rank
         }
-        for name, value in row.items():
-            self.columns.setdefault(name, []).append(value)
+        logged = len(self.columns.get("update", []))
+        for name, value in row.items():  # a column new to a resumed file: NaN before
+            column = self.columns.setdefault(name, [np.full(np.shape(value), np.nan)] * logged)
+            column.append(value)
         self.write()
         print(
             f"update {update}/{self.updates}  {row['steps_per_s']:8.0f} steps/s  "
-            f"bsld {row['episode_bsld']:9.2f} ({row['episodes']} episodes)  "
+            f"bsld {row['episode_bsld']:9.2f} (baseline {row['baseline_bsld']:.2f}, "
+            f"{row['episodes']} episodes)  "
             f"policy {losses['policy_loss']:+.4f} value {losses['value_loss']:.4f} "
             f"entropy {losses['entropy']:.3f} kl {losses['approx_kl']:.4f} "
             f"clip {losses['clip_fraction']:.3f}  preempted {row['preempted_ranks']}  "

@@ -32,7 +32,7 @@ from ddppo_hpc.dist import context, control, sync
 from ddppo_hpc.dist.preemption import Preemption
 from ddppo_hpc.env import VecSchedulingEnv
 from ddppo_hpc.gpu import training as gpu_training
-from ddppo_hpc.metrics_log import MetricsLog
+from ddppo_hpc.metrics_log import MetricsLog, baseline_bslds
 from ddppo_hpc.policy import build_policy, decide, initial_memory, reset_ended
 from ddppo_hpc.rl import RolloutStorage, gae, imitation_loss, ppo_loss
 
@@ -145,7 +145,8 @@ class Trainer:
             self.obs, reward, terminated, _, info = self.env.step(actions.numpy())
             reset_ended(self.memory, terminated, self.initial)  # a new episode remembers nothing
             storage.outcome(reward / config.env.reward_scale, terminated)
-            bslds.extend(info[self.env.SCORE][terminated].tolist())
+            ended = info[self.env.SCORE][terminated].tolist()
+            bslds.extend(zip(ended, baseline_bslds(self.env, info, terminated, config)))
             self.stall(time.perf_counter() - began)
             if step < steps and self.preemption.should_stop(step, steps):
                 break
@@ -254,7 +255,7 @@ def open_log(config: TrainConfig, run_dir: Path, resumed: int | None) -> Metrics
 
 
 def log_update(log: MetricsLog, config: TrainConfig, update: int, losses: dict, ranks) -> None:
-    """One row from every rank's (rollout seconds, steps, episodes' bsld)."""
+    """One row from every rank's (rollout seconds, steps, episodes' (bsld, baseline bsld))."""
     times, steps, bslds = zip(*ranks)
     log.record(
         update,
