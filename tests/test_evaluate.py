@@ -25,15 +25,17 @@ from ddppo_hpc.sim import simulate
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = [sys.executable, "-m"]
 SCHEDULERS = ["ddppo", "fcfs", "sjf", "wfp3", "unicep", "f1", "sjbf"]
+WINDOWS = [(5600, 1024), (6624, 376)]  # the test part of 7000 jobs, RLScheduler protocol
 
 
 @pytest.fixture(scope="module")
 def evaluated(tmp_path_factory):
-    """A 2-update run, evaluated on a 2,000-job held-out SWF with the default windows (the
-    RLScheduler protocol: 1024 jobs, then the clipped rest, 976) under none and easy."""
+    """A 2-update run, evaluated on a 7,000-job SWF with the default windows: the RLScheduler
+    protocol in the test part (jobs 5600 .. 6999): 1024 jobs, then the clipped rest, 376;
+    under none and easy, backfilling with the requests."""
     tmp = tmp_path_factory.mktemp("evaluate")
     swf, run, results = tmp / "held-out.swf", tmp / "run", tmp / "results.h5"
-    subprocess.run([*PYTHON, "ddppo_hpc.data.synthetic", "--jobs", "2000", "--seed", "3",
+    subprocess.run([*PYTHON, "ddppo_hpc.data.synthetic", "--jobs", "7000", "--seed", "3",
                     "--out", str(swf)], check=True, timeout=300)  # fmt: skip
     subprocess.run(
         [*PYTHON, "ddppo_hpc.train", "--run-dir", str(run), *TINY_TRAINING, "ppo.updates=2"],
@@ -43,7 +45,7 @@ def evaluated(tmp_path_factory):
     )
     out = subprocess.run(
         [*PYTHON, "ddppo_hpc.evaluate", "--checkpoint", str(run), "--trace", str(swf),
-         "--backfill", "none,easy", "--out", str(results)],
+         "--backfill", "none,easy", "--estimate", "request", "--out", str(results)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
@@ -74,8 +76,11 @@ def test_attributes_describe_the_run_and_the_trace(evaluated):
     assert attrs["checkpoint"] == str((evaluated["run"] / "checkpoint.pt").resolve())
     assert attrs["trace"] == str(evaluated["swf"].resolve())
     assert attrs["trace_sha256"] == hashlib.sha256(evaluated["swf"].read_bytes()).hexdigest()
-    spec = {"kind": "rlscheduler", "windows": 10, "jobs": 1024, "start": 0}
+    spec = {"kind": "rlscheduler", "windows": 10, "jobs": 1024, "start": 5600}
     assert json.loads(attrs["window_spec"]) == spec
+    part = {"part": "test", "fractions": [0.7, 0.1, 0.2], "first_job": 5600, "stop_job": 7000}
+    assert json.loads(attrs["split"]) == {**part, "trace_jobs": 7000}
+    assert attrs["estimates"] == ["request"]
     assert attrs["policies"] == SCHEDULERS and attrs["backfills"] == ["none", "easy"]
     assert {"ddppo_hpc", "python", "torch", "numpy", "h5py"} <= set(json.loads(attrs["versions"]))
     assert attrs["ranks"] == 1 and "--backfill none,easy" in attrs["command"]
@@ -86,7 +91,7 @@ def test_heuristic_schedules_are_the_simulators(evaluated):
     j = r.jobs
     for policy in SCHEDULERS[1:]:
         for backfill in ("none", "easy"):
-            for window, (first, jobs) in enumerate([(0, 1024), (1024, 976)]):
+            for window, (first, jobs) in enumerate(WINDOWS):
                 rows = (j["policy"] == policy) & (j["backfill"] == backfill)
                 rows &= j["window"] == window
                 expected = simulate(trace, policy, backfill, first, jobs)
@@ -97,7 +102,8 @@ def test_heuristic_schedules_are_the_simulators(evaluated):
 def test_windows_agree_with_their_jobs_and_schedules_fit_the_machine(evaluated):
     r = read_results(evaluated["results"])
     j, w = r.jobs, r.windows
-    assert len(w["policy"]) == 7 * 2 * 2 and list(w["jobs"][:2]) == [1024, 976]
+    assert len(w["policy"]) == 7 * 2 * 2 and list(w["jobs"][:2]) == [1024, 376]
+    assert list(w["first_job"][:2]) == [5600, 6624]
     for row in range(len(w["policy"])):
         rows = (j["policy"] == w["policy"][row]) & (j["backfill"] == w["backfill"][row])
         rows &= j["window"] == w["window"][row]
@@ -134,23 +140,32 @@ def test_t_quantiles_match_the_tables():
     assert t_quantile(100_000) == pytest.approx(1.9600, abs=1e-3)
 
 
-def test_window_choices():
-    spans = windows_of(10_000, Namespace(full=False, windows=None))[0]
+def test_window_choices_stay_inside_the_part():
+    def part(first, stop):
+        return {"part": "test", "first_job": first, "stop_job": stop}
+
+    spans = windows_of(part(0, 10_000), Namespace(full=False, windows=None))[0]
     assert spans == [(k * 1024, 1024) for k in range(9)] + [(9216, 784)]
-    assert windows_of(500, Namespace(full=True, windows=None)) == (
-        [(0, 500)],
-        {"kind": "full", "jobs": 500},
+    spans = windows_of(part(8000, 10_000), Namespace(full=False, windows=None))[0]
+    assert spans == [(8000, 1024), (9024, 976)]
+    assert windows_of(part(100, 600), Namespace(full=True, windows=None)) == (
+        [(100, 500)],
+        {"kind": "full", "jobs": 500, "start": 100},
     )
     random = Namespace(full=False, windows=4, jobs=100, seed=7)
-    spans, spec = windows_of(1000, random)
-    assert spans == windows_of(1000, random)[0] and len(spans) == 4
-    assert all(0 <= first <= 900 and jobs == 100 for first, jobs in spans)
-    assert spec == {"kind": "random", "windows": 4, "jobs": 100, "seed": 7}
+    spans, spec = windows_of(part(1000, 2000), random)
+    assert spans == windows_of(part(1000, 2000), random)[0] and len(spans) == 4
+    assert all(1000 <= first <= 1900 and jobs == 100 for first, jobs in spans)
+    assert spec == {"kind": "random", "windows": 4, "jobs": 100, "seed": 7, "start": 1000}
 
 
 def test_table_printed_without_out(evaluated):
     lines = evaluated["stdout"].splitlines()
-    assert [line.split()[:3] for line in lines[1:]] == [
+    assert lines[0] == (
+        f"scored: {evaluated['swf']}, test part: jobs 5600 .. 6999 of 7000 (split 0.7/0.1/0.2);"
+        " windows: RLScheduler protocol"
+    )
+    assert [line.split()[:3] for line in lines[2:]] == [
         [p, b, "2"] for p in SCHEDULERS for b in ("none", "easy")
     ]
 
@@ -191,15 +206,44 @@ def test_bad_input_is_one_line_and_exit_2(evaluated, tmp_path):
         ([*PYTHON, "ddppo_hpc.evaluate", "--checkpoint", str(tmp_path)], "no checkpoint"),
         ([*PYTHON, "ddppo_hpc.evaluate", "--policies", "ddppo"], "needs --checkpoint"),
         ([*PYTHON, "ddppo_hpc.evaluate", "--trace", str(evaluated["swf"]), "--windows", "2",
-          "--jobs", "5000"], "within the trace's 2000 jobs"),
+          "--jobs", "5000"], "within the test part's 1400 jobs"),
         ([*PYTHON, "ddppo_hpc.analyze", str(evaluated["swf"])], "cannot read results"),
         ([*PYTHON, "ddppo_hpc.evaluate", "--checkpoint", str(evaluated["swf"])],
          "not a ddppo-hpc training checkpoint"),
+        ([*PYTHON, "ddppo_hpc.evaluate", "--checkpoint", str(evaluated["run"]), "--trace",
+          str(evaluated["swf"]), "--split", "train"],
+         "--split train scores the trained policy on jobs it trained on (train part: jobs 0 .. "
+         "4899 of 7000 (split 0.7/0.1/0.2)); add --allow-train-jobs"),
     ]  # fmt: skip
     for command, message in cases:
         out = subprocess.run(command, capture_output=True, text=True, timeout=300)
         assert out.returncode == 2, out.stderr
         assert len(out.stderr.strip().splitlines()) == 1 and message in out.stderr
+
+
+def test_train_jobs_only_when_asked(evaluated):
+    out = subprocess.run(
+        [*PYTHON, "ddppo_hpc.evaluate", "--checkpoint", str(evaluated["run"]), "--trace",
+         str(evaluated["swf"]), "--split", "train", "--allow-train-jobs", "--policies",
+         "ddppo,fcfs", "--windows", "2", "--jobs", "100"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "train part: jobs 0 .. 4899 of 7000" in out.stdout.splitlines()[0]
+
+
+def test_an_empty_part_is_one_line_and_exit_2(evaluated, tmp_path):
+    run = tmp_path / "run"
+    checkpoint = torch.load(evaluated["run"] / "checkpoint.pt", weights_only=False)
+    checkpoint["config"]["data"]["split"] = [0.9, 0.1, 0.0]
+    run.mkdir()
+    torch.save(checkpoint, run / "checkpoint.pt")
+    out = subprocess.run(
+        [*PYTHON, "ddppo_hpc.evaluate", "--checkpoint", str(run), "--trace", str(evaluated["swf"])],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "nothing to score in the test part: no jobs of 7000 (split 0.9/0.1/0)" in out.stderr
 
 
 def without_first(weights: dict) -> None:

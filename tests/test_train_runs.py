@@ -105,8 +105,17 @@ def test_evaluate_compares_the_policy_with_every_heuristic(tmp_path):
         [*evaluate, "--checkpoint", str(tmp_path)], capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr
-    rows = [line.split() for line in out.stdout.splitlines()[1:]]
-    assert [r[0] for r in rows] == ["ddppo", "fcfs", "sjf", "wfp3", "unicep", "f1", "sjbf"]
+    scored = out.stdout.splitlines()[0]
+    assert (
+        scored.startswith("scored: synthetic:") and "test part: jobs 2400 .. 2999 of 3000" in scored
+    )
+    rows = [line.split() for line in out.stdout.splitlines()[2:]]
+    heuristics = ["fcfs", "sjf", "wfp3", "unicep", "f1", "sjbf"]
+    predicted = [f"{h}+predicted" for h in heuristics]
+    assert [r[0] for r in rows] == [
+        "ddppo",
+        *(n for pair in zip(heuristics, predicted) for n in pair),
+    ]
     assert all(r[1] == "easy" and r[2] == "3" for r in rows)
     # The checkpoint file names the same run; without a checkpoint only heuristics run.
     by_file = subprocess.run(
@@ -128,7 +137,7 @@ def test_evaluate_compares_the_policy_with_every_heuristic(tmp_path):
         ).stdout.splitlines()
         for checkpoint in (["--checkpoint", str(tmp_path)], [])
     ]
-    assert tables[1] == [tables[0][0], *tables[0][2:]]
+    assert tables[1] == [*tables[0][:2], *tables[0][3:]]  # the same without the ddppo row
 
 
 def test_srun_without_mpi_support_stops_instead_of_training_copies(tmp_path):

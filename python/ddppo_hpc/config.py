@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from ddppo_hpc.data.split import DEFAULT_SPLIT, split_problem
 from ddppo_hpc.io import reason
 
 
@@ -21,8 +22,13 @@ class ConfigError(ValueError):
 @dataclass
 class DataConfig:
     trace: str = "synthetic"  # "synthetic", an SWF file or a dataset directory
-    synthetic_jobs: int = 20_000  # jobs per rank of the embedded workload
+    # jobs of the embedded workload, all ranks together (GPU mode: DL jobs per rank)
+    synthetic_jobs: int = 60_000
+    synthetic_seed: int = 0  # the embedded workload's seed
     machine_procs: int = 256  # machine of the embedded workload
+    # train / validation / test fractions of the trace's jobs in submit order: ranks share
+    # out the train part; `evaluate` scores the test part, `--split validation` the other
+    split: list = field(default_factory=lambda: list(DEFAULT_SPLIT))
 
 
 @dataclass
@@ -93,6 +99,10 @@ class RunConfig:
     device: str = "auto"  # auto | cpu | cuda
     checkpoint_every: int = 10  # updates
     eval_windows: int = 10  # held-out windows for the final comparison
+    # every checkpoint_every updates, score the greedy policy on eval_windows windows of
+    # env.window_jobs jobs at the start of the validation part; keep the lowest mean avg
+    # bsld's weights in best.pt (HPC queue mode)
+    keep_best: bool = False
 
 
 @dataclass
@@ -211,6 +221,10 @@ def _convert(value: object, kind: type, name: str) -> object:
         raise ConfigError(f"{name} must be {kind.__name__}, not {value!r}")
     if kind is float and not math.isfinite(value):
         raise ConfigError(f"{name} must be a finite number, not {value!r}")
+    if kind is list:  # the only list is data.split
+        problem = split_problem(value)
+        if problem:
+            raise ConfigError(f"{name}: {problem}")
     return value
 
 
@@ -231,6 +245,8 @@ def _validate(config: TrainConfig) -> None:
             f"'env.dense_reward' needs 'env.reward' bsld or wait (a sum over jobs), "
             f"not {config.env.reward}"
         )
+    if config.run.keep_best and config.gpu.mode != "off":
+        raise ConfigError("'run.keep_best' is for the HPC queue (gpu.mode: off)")
     if config.ppo.imitation_updates < 0:
         raise ConfigError("'ppo.imitation_updates' must be at least 0")
     if config.dist.slow_factor < 1:

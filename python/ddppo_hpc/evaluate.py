@@ -8,11 +8,16 @@ with a table of means and, with --out, every job's schedule in an HDF5 results f
     mpirun -n 4 python -m ddppo_hpc.evaluate --trace lanl/ --windows 64 --jobs 4096 --out r.h5
 
 The trained policy ("ddppo") acts greedily (its most probable visible job). Without
---checkpoint only the heuristics run. Without --trace: the run's own trace, or for a run
-on the embedded workload that workload with a seed it never trained on. Windows: the
-RLScheduler protocol (10 consecutive windows of 1024 jobs) unless --windows N --jobs M
-[--seed S] (N windows at seeded random starts) or --full (the whole trace). Under mpirun,
-rank r evaluates windows r, r + size, ...; rank 0 gathers and writes.
+--checkpoint only the heuristics run. Without --trace: the run's own trace (for a run on
+the embedded workload, that workload). Every trace is split by time (the run's data.split,
+default 0.7/0.1/0.2 of the jobs in submit order): windows lie in the test part, or with
+--split validation in the validation part (to choose between runs or checkpoints); --split
+train scores a policy on jobs it trained on and needs --allow-train-jobs. Windows: the
+RLScheduler protocol (10 consecutive windows of 1024 jobs from the part's first job) unless
+--windows N --jobs M [--seed S] (N windows at seeded random starts) or --full (the whole
+part). Heuristics backfill with the users' requests and with EASY++ predictions (--estimate);
+the trained policy with the requests, as it trained. Under mpirun, rank r evaluates windows
+r, r + size, ...; rank 0 gathers and writes.
 """
 
 from __future__ import annotations
@@ -34,9 +39,8 @@ from mpi4py import MPI
 import ddppo_hpc
 from ddppo_hpc.args import SEED_MAX, bounded_int, names
 from ddppo_hpc.config import ConfigError, EnvConfig, TrainConfig, from_dict
-from ddppo_hpc.data import read_swf
-from ddppo_hpc.data.store import TraceStore
-from ddppo_hpc.data.synthetic import generate
+from ddppo_hpc.data.source import source_path, whole_trace
+from ddppo_hpc.data.split import PARTS, describe, part_range
 from ddppo_hpc.data.trace import Trace, TraceError
 from ddppo_hpc.dist.control import CHECKPOINT, read_checkpoint
 from ddppo_hpc.env import EPISODE_METRICS, VecSchedulingEnv
@@ -44,14 +48,11 @@ from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
 from ddppo_hpc.io import check_output, not_an_input
 from ddppo_hpc.policy import build_policy, decide, initial_memory
-from ddppo_hpc.results import Outcome, results_of, write_results
-from ddppo_hpc.sim import BACKFILLS, POLICIES, PROTOCOL_JOBS, PROTOCOL_WINDOWS, simulate
+from ddppo_hpc.results import Outcome, results_of, scheduler_label, write_results
+from ddppo_hpc.sim import BACKFILLS, ESTIMATES, POLICIES, PROTOCOL_JOBS, PROTOCOL_WINDOWS, simulate
 from ddppo_hpc.sim import protocol_windows as rlscheduler_windows
 
 TRAINED = "ddppo"  # the trained policy's name among the schedulers
-HELD_OUT_SEED = (
-    987_654  # the embedded workload's seed for evaluation; training uses seed + 1000 * rank
-)
 
 
 @torch.no_grad()
@@ -89,19 +90,33 @@ def run_policy(
     return sorted(done, key=lambda d: d[0])
 
 
+def schedulers(policies: list[str], backfills: list[str], estimates: list[str]) -> list[tuple]:
+    """(policy, backfill, estimate) of every row: the trained policy backfills with the
+    requests, as it trained; without backfilling the estimate changes nothing, so it runs
+    once, with the requests."""
+    return [
+        (name, backfill, estimate)
+        for name in policies
+        for backfill in backfills
+        for estimate in estimates
+        if estimate == "request" or (name != TRAINED and backfill != "none")
+    ]
+
+
 def run_rank(setup: dict, rank: int, size: int) -> list[Outcome]:
-    """Every scheduler under every backfill on this rank's windows (w % size == rank)."""
+    """Every scheduler on this rank's windows (w % size == rank)."""
     trace, spans = setup["trace"], setup["spans"]
     mine = {w: span for w, span in enumerate(spans) if w % size == rank}
     outcomes = []
-    for name in setup["policies"]:
-        for backfill in setup["backfills"]:
-            if name == TRAINED:
-                runs = run_policy(setup["model"], trace, mine, setup["env"], backfill)
-            else:
-                results = [(w, simulate(trace, name, backfill, f, n)) for w, (f, n) in mine.items()]
-                runs = [(w, r.start_time, r.metrics) for w, r in results]
-            outcomes += [Outcome(name, backfill, w, mine[w][0], s, m) for w, s, m in runs]
+    for name, backfill, estimate in setup["schedulers"]:
+        if name == TRAINED:
+            runs = run_policy(setup["model"], trace, mine, setup["env"], backfill)
+        else:
+            results = [
+                (w, simulate(trace, name, backfill, f, n, estimate)) for w, (f, n) in mine.items()
+            ]
+            runs = [(w, r.start_time, r.metrics) for w, r in results]
+        outcomes += [Outcome(name, backfill, estimate, w, mine[w][0], s, m) for w, s, m in runs]
     return outcomes
 
 
@@ -154,13 +169,9 @@ def weights_problem(expected: dict, saved: object) -> str | None:
 
 
 def evaluation_trace(config: TrainConfig, trace_path: str | None) -> tuple[Trace, str | None]:
-    """The trace to evaluate on and its path (None for the embedded workload)."""
-    path = trace_path or (None if config.data.trace == "synthetic" else config.data.trace)
-    if path is None:
-        jobs = max(config.data.synthetic_jobs, PROTOCOL_WINDOWS * PROTOCOL_JOBS)
-        trace = generate(jobs, machine_procs=config.data.machine_procs, seed=HELD_OUT_SEED)
-        return trace, None
-    return (TraceStore(path).trace() if Path(path).is_dir() else read_swf(path)), path
+    """The trace to evaluate on and its path (None for the run's embedded workload)."""
+    path = trace_path or source_path(config.data)
+    return whole_trace(path, config.data), path
 
 
 def trace_sha256(trace: Trace, path: str | None) -> str:
@@ -178,22 +189,51 @@ def trace_sha256(trace: Trace, path: str | None) -> str:
     return digest.hexdigest()
 
 
-def windows_of(trace_jobs: int, args: argparse.Namespace) -> tuple[list, dict]:
-    """(first job, jobs) of every window, and the spec that chose them."""
+def scored_part(trace: Trace, config: TrainConfig, args: argparse.Namespace) -> dict:
+    """The part of the trace the windows lie in: {"part", "fractions", "first_job",
+    "stop_job", "trace_jobs"}. ValueError when it is empty, or when it is the train part and
+    a trained policy would be scored on it without --allow-train-jobs."""
+    fractions = config.data.split
+    first, stop = part_range(len(trace), fractions, args.split)
+    part = describe(args.split, first, stop, len(trace), fractions)
+    if stop == first:
+        raise ValueError(
+            f"{trace.source}: nothing to score in the {part}; choose another --split, or "
+            "train with a data.split that leaves this part some jobs"
+        )
+    if args.split == "train" and args.checkpoint and not args.allow_train_jobs:
+        raise ValueError(
+            f"--split train scores the trained policy on jobs it trained on ({part}); add "
+            "--allow-train-jobs to do it anyway"
+        )
+    return {
+        "part": args.split,
+        "fractions": list(fractions),
+        "first_job": first,
+        "stop_job": stop,
+        "trace_jobs": len(trace),
+    }
+
+
+def windows_of(part: dict, args: argparse.Namespace) -> tuple[list, dict]:
+    """(first job, jobs) of every window inside `part` (scored_part), and the spec that
+    chose them."""
+    first, stop = part["first_job"], part["stop_job"]
+    jobs = stop - first
     if args.full:
-        return [(0, trace_jobs)], {"kind": "full", "jobs": trace_jobs}
+        return [(first, jobs)], {"kind": "full", "jobs": jobs, "start": first}
     if args.windows is None:
         spec = {"kind": "rlscheduler", "windows": PROTOCOL_WINDOWS, "jobs": PROTOCOL_JOBS}
-        return rlscheduler_windows(trace_jobs), {**spec, "start": 0}
-    if args.jobs > trace_jobs or args.windows > trace_jobs:
+        return rlscheduler_windows(stop, first), {**spec, "start": first}
+    if args.jobs > jobs or args.windows > jobs:
         raise ValueError(
-            f"--windows {args.windows} --jobs {args.jobs}: need windows within the trace's "
-            f"{trace_jobs} jobs, and at most as many windows as jobs"
+            f"--windows {args.windows} --jobs {args.jobs}: need windows within the {part['part']}"
+            f" part's {jobs} jobs, and at most as many windows as jobs"
         )
     rng = np.random.default_rng(args.seed)
-    firsts = np.sort(rng.integers(0, trace_jobs - args.jobs + 1, args.windows))
+    firsts = first + np.sort(rng.integers(0, jobs - args.jobs + 1, args.windows))
     spec = {"kind": "random", "windows": args.windows, "jobs": args.jobs, "seed": args.seed}
-    return [(int(f), args.jobs) for f in firsts], spec
+    return [(int(f), args.jobs) for f in firsts], {**spec, "start": first}
 
 
 def versions() -> dict:
@@ -215,29 +255,51 @@ def prepare(args: argparse.Namespace, loaded: tuple[dict, Path] | None, config: 
     trace, path = evaluation_trace(config, args.trace)
     if args.out:
         not_an_input(args.out, [p for p in (file, path) if p])
-    spans, spec = windows_of(len(trace), args)
+    part = scored_part(trace, config, args)
+    spans, spec = windows_of(part, args)
+    backfills = args.backfill or [config.env.backfill]
     attrs = {
         "config": json.dumps(checkpoint["config"] if checkpoint else None),
         "checkpoint": str(file.resolve()) if file else "",
         "checkpoint_update": checkpoint["update"] if checkpoint else -1,
         "versions": json.dumps(versions()),
-        "trace": str(Path(path).resolve()) if path else f"synthetic (seed {HELD_OUT_SEED})",
+        "trace": str(Path(path).resolve()) if path else embedded_name(config),
         "trace_sha256": trace_sha256(trace, path),
         "machine_procs": trace.machine_procs,
         "command": shlex.join(["python", "-m", "ddppo_hpc.evaluate", *args.argv]),
         "window_spec": json.dumps(spec),
+        "split": json.dumps(part),
         "policies": policies,
-        "backfills": args.backfill or [config.env.backfill],
+        "backfills": backfills,
+        "estimates": args.estimate,
     }
     return {
         "trace": trace,
         "spans": spans,
         "model": model,
         "env": config.env,
-        "policies": policies,
-        "backfills": attrs["backfills"],
+        "schedulers": schedulers(policies, backfills, args.estimate),
         "attrs": attrs,
+        "scored": scored_line(trace, part, spec),
     }
+
+
+def embedded_name(config: TrainConfig) -> str:
+    data = config.data
+    return f"synthetic ({data.synthetic_jobs} jobs, seed {data.synthetic_seed})"
+
+
+def scored_line(trace: Trace, part: dict, spec: dict) -> str:
+    """Which jobs the table scores, in words (printed above it)."""
+    where = describe(
+        part["part"], part["first_job"], part["stop_job"], part["trace_jobs"], part["fractions"]
+    )
+    how = {
+        "rlscheduler": "RLScheduler protocol",
+        "random": f"random starts, seed {spec.get('seed')}",
+        "full": "the whole part",
+    }[spec["kind"]]
+    return f"scored: {trace.source}, {where}; windows: {how}"
 
 
 def gpu_table(loaded: tuple[dict, Path], config: TrainConfig, args: argparse.Namespace) -> None:
@@ -245,11 +307,16 @@ def gpu_table(loaded: tuple[dict, Path], config: TrainConfig, args: argparse.Nam
     (docs/gpu.md), printed; the HDF5 results file is for HPC runs."""
     if args.trace or args.out:
         raise ValueError("--trace and --out do not apply to a GPU-mode run")
-    if args.validation and config.data.trace != "synthetic" and not config.gpu.validation_jobs:
-        raise ValueError("--validation: the run kept no validation jobs (gpu.validation_jobs)")
+    if args.split == "train":
+        raise ValueError("--split train: a GPU-mode run has validation and held-out windows")
+    validation = args.split == "validation"
+    if validation and config.data.trace != "synthetic" and not config.gpu.validation_jobs:
+        raise ValueError(
+            "--split validation: the run kept no validation jobs (gpu.validation_jobs)"
+        )
     policy = trained_policy(loaded, config, SLOT_FEATURES, GLOBAL_FEATURES)
     windows = args.windows or config.run.eval_windows
-    rows = gpu_training.compare(config, policy, windows, args.validation)
+    rows = gpu_training.compare(config, policy, windows, validation)
     print("".join(f"{k:>16}" for k in rows[0]))
     for row in rows:
         print("".join(f"{v:>16.3f}" if isinstance(v, float) else f"{v:>16}" for v in row.values()))
@@ -261,20 +328,21 @@ def gather(outcomes: list[Outcome], setup: dict, comm: MPI.Comm) -> list[Outcome
     parts = comm.gather(outcomes, root=0)
     if parts is None:
         return None
-    policies, backfills = setup["policies"], setup["backfills"]
+    order = setup["schedulers"]
     return sorted(
         (o for part in parts for o in part),
-        key=lambda o: (policies.index(o.policy), backfills.index(o.backfill), o.window),
+        key=lambda o: (order.index((o.policy, o.backfill, o.estimate)), o.window),
     )
 
 
-def print_table(summary: dict) -> None:
+def print_table(summary: dict, scored: str) -> None:
+    print(scored)
     head = "".join(f"{m:>16}" for m in EPISODE_METRICS)
-    print(f"{'scheduler':<12}{'backfill':<14}{'windows':>8}{head}")
+    print(f"{'scheduler':<20}{'backfill':<14}{'windows':>8}{head}")
     for row in range(len(summary["policy"])):
+        name = scheduler_label(summary["policy"][row], summary["estimate"][row])
         print(
-            f"{summary['policy'][row]:<12}{summary['backfill'][row]:<14}"
-            f"{summary['windows'][row]:>8}"
+            f"{name:<20}{summary['backfill'][row]:<14}{summary['windows'][row]:>8}"
             + "".join(f"{summary[m + '_mean'][row]:>16.3f}" for m in EPISODE_METRICS)
         )
 
@@ -289,19 +357,33 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--trace", help="SWF file or dataset directory (default: see above)")
     p.add_argument("--policies", type=names((TRAINED, *POLICIES)), help="e.g. ddppo,sjf,f1")
     p.add_argument("--backfill", type=names(BACKFILLS), help="e.g. none,easy (default: the run's)")
+    p.add_argument(
+        "--estimate",
+        type=names(ESTIMATES),
+        default=list(ESTIMATES),
+        help="what heuristics' backfilling takes as a job's runtime: request, predicted "
+        "(EASY++) or both (default: request,predicted)",
+    )
+    p.add_argument(
+        "--split",
+        choices=PARTS,
+        default="test",
+        help="the part of the trace the windows lie in (default: test; GPU runs: test or "
+        "validation)",
+    )
+    p.add_argument(
+        "--allow-train-jobs",
+        action="store_true",
+        help="with --split train: score the trained policy on jobs it trained on",
+    )
     p.add_argument("--protocol", choices=("rlscheduler",), help="the default windows")
     p.add_argument("--windows", type=bounded_int(1), metavar="N", help="N windows, random starts")
     p.add_argument("--jobs", type=bounded_int(1), metavar="M", help="jobs per window (--windows)")
     p.add_argument(
         "--seed", type=bounded_int(0, SEED_MAX), default=0, help="seed of the window starts (0)"
     )
-    p.add_argument("--full", action="store_true", help="one window: the whole trace")
+    p.add_argument("--full", action="store_true", help="one window: the whole part")
     p.add_argument("--out", metavar="RESULTS.h5", help="write the HDF5 results file")
-    p.add_argument(
-        "--validation",
-        action="store_true",
-        help="GPU runs: compare on the validation jobs (gpu.validation_jobs), not the held-out",
-    )
     args = p.parse_args(argv)
     if (args.windows is None) != (args.jobs is None):
         p.error("--windows and --jobs go together")
@@ -345,7 +427,7 @@ def main(argv: list[str] | None = None, comm: MPI.Comm | None = None) -> int:
     except (OSError, ValueError) as e:
         print(f"python -m ddppo_hpc.evaluate: error: {e}", file=sys.stderr)
         return 2
-    print_table(results.summary)
+    print_table(results.summary, setup["scored"])
     return 0
 
 

@@ -16,13 +16,17 @@ from ddppo_hpc.env import EPISODE_METRICS
 from ddppo_hpc.io import atomic_hdf5, reason
 from ddppo_hpc.sim import job_records
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 METRICS = EPISODE_METRICS  # avg_bsld, avg_wait, utilization, jain_user_bsld
 LOWER_IS_BETTER = ("avg_bsld", "avg_wait")  # the others: higher is better
-NAME = "S16"  # scheduler and backfill names: fixed-length ASCII
+NAME = "S16"  # scheduler, backfill and estimate names: fixed-length ASCII
+# what tells one scheduler's rows from another's: the order, how it backfills, and what
+# backfilling takes as a job's runtime (the requests, or EASY++ predictions)
+SCHEDULER = ("policy", "backfill", "estimate")
 JOB_COLUMNS = {
     "policy": NAME,
     "backfill": NAME,
+    "estimate": NAME,
     "window": "i4",
     "job_id": "i8",
     "user": "i8",
@@ -36,6 +40,7 @@ JOB_COLUMNS = {
 WINDOW_COLUMNS = {
     "policy": NAME,
     "backfill": NAME,
+    "estimate": NAME,
     "window": "i4",
     "first_job": "i8",
     "jobs": "i4",
@@ -44,6 +49,7 @@ WINDOW_COLUMNS = {
 SUMMARY_COLUMNS = {
     "policy": NAME,
     "backfill": NAME,
+    "estimate": NAME,
     "windows": "i4",
     **{f"{m}_{part}": "f8" for m in METRICS for part in ("mean", "low", "high")},
 }
@@ -51,8 +57,8 @@ SUMMARY_COLUMNS = {
 TABLES = {"jobs": JOB_COLUMNS, "windows": WINDOW_COLUMNS, "summary": SUMMARY_COLUMNS}
 ATTRIBUTES = ("schema_version", "config", "checkpoint", "checkpoint_update", "versions")
 ATTRIBUTES += ("trace", "trace_sha256", "machine_procs", "command", "window_spec")
-ATTRIBUTES += ("policies", "backfills", "ranks")
-JSON_ATTRIBUTES = ("config", "versions", "window_spec")
+ATTRIBUTES += ("policies", "backfills", "estimates", "ranks", "split")
+JSON_ATTRIBUTES = ("config", "versions", "window_spec", "split")
 
 
 @dataclass(frozen=True)
@@ -61,6 +67,7 @@ class Outcome:
 
     policy: str
     backfill: str
+    estimate: str
     window: int
     first_job: int
     start_time: np.ndarray
@@ -99,14 +106,28 @@ def interval(values: np.ndarray) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
+def scheduler_label(policy: str, estimate: str) -> str:
+    """A scheduler's name in tables and plots: the order, marked when backfilling takes
+    EASY++ predictions rather than the requests."""
+    return policy if estimate == "request" else f"{policy}+{estimate}"
+
+
+def rows_of(table: dict[str, np.ndarray], key: tuple) -> np.ndarray:
+    """The rows of `table` whose (policy, backfill, estimate) is `key`, as a mask."""
+    chosen = np.ones(len(table["policy"]), dtype=bool)
+    for name, value in zip(SCHEDULER, key):
+        chosen &= table[name] == value
+    return chosen
+
+
 def summarize(windows: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """One row per (policy, backfill), in their order of appearance in `windows`."""
-    keys = list(dict.fromkeys(zip(windows["policy"], windows["backfill"])))
+    """One row per (policy, backfill, estimate), in their order of appearance in `windows`."""
+    keys = list(dict.fromkeys(zip(*(windows[name] for name in SCHEDULER))))
     rows: dict[str, list] = {name: [] for name in SUMMARY_COLUMNS}
-    for policy, backfill in keys:
-        chosen = (windows["policy"] == policy) & (windows["backfill"] == backfill)
-        rows["policy"].append(policy)
-        rows["backfill"].append(backfill)
+    for key in keys:
+        chosen = rows_of(windows, key)
+        for name, value in zip(SCHEDULER, key):
+            rows[name].append(value)
         rows["windows"].append(int(chosen.sum()))
         for m in METRICS:
             for part, value in zip(("mean", "low", "high"), interval(windows[m][chosen])):
@@ -122,11 +143,11 @@ def tables(outcomes: list[Outcome], trace) -> tuple[dict, dict]:
         n = len(o.start_time)
         records = job_records(trace, o.first_job, o.start_time)
         records["job_id"] = records["id"]
-        for name in ("policy", "backfill", "window"):
+        for name in (*SCHEDULER, "window"):
             records[name] = np.full(n, getattr(o, name))
         for name in JOB_COLUMNS:
             jobs[name].append(records[name])
-        row = {"policy": o.policy, "backfill": o.backfill, "window": o.window}
+        row = {name: getattr(o, name) for name in (*SCHEDULER, "window")}
         row.update({"first_job": o.first_job, "jobs": n, **{m: o.metrics[m] for m in METRICS}})
         for name, value in row.items():
             windows[name].append(value)

@@ -15,6 +15,8 @@ count). A new run refuses a run directory that holds a run, unless `--force`.
 from __future__ import annotations
 
 import argparse
+import copy
+import math
 import sys
 import time
 from pathlib import Path
@@ -24,31 +26,16 @@ import torch
 from mpi4py import MPI
 
 from ddppo_hpc.config import TrainConfig, load_config, resume_config
-from ddppo_hpc.data import read_swf
-from ddppo_hpc.data.store import TraceStore
-from ddppo_hpc.data.synthetic import generate
-from ddppo_hpc.data.trace import Trace
+from ddppo_hpc.data.source import part_trace, rank_train_trace
 from ddppo_hpc.dist import context, control, sync
 from ddppo_hpc.dist.preemption import Preemption
 from ddppo_hpc.env import VecSchedulingEnv
+from ddppo_hpc.evaluate import run_policy
 from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.metrics_log import MetricsLog, baseline_bslds
 from ddppo_hpc.policy import build_policy, decide, initial_memory, reset_ended
 from ddppo_hpc.rl import RolloutStorage, gae, imitation_loss, ppo_loss
-
-
-def rank_trace(config: TrainConfig, rank: int, size: int) -> Trace:
-    """This rank's jobs: its own synthetic history, its store partitions, or its block of an
-    SWF trace."""
-    data = config.data
-    if data.trace == "synthetic":
-        seed = config.run.seed + 1000 * rank
-        return generate(data.synthetic_jobs, machine_procs=data.machine_procs, seed=seed)
-    path = Path(data.trace)
-    if path.is_dir():
-        return TraceStore(path).rank_trace(rank, size)
-    trace = read_swf(path)
-    return trace.slice(rank * len(trace) // size, (rank + 1) * len(trace) // size)
+from ddppo_hpc.sim import protocol_windows
 
 
 def make_env(config: TrainConfig, rank: int, size: int) -> VecSchedulingEnv:
@@ -57,7 +44,7 @@ def make_env(config: TrainConfig, rank: int, size: int) -> VecSchedulingEnv:
         return gpu_training.make_env(config, rank, size)
     env = config.env
     return VecSchedulingEnv(
-        rank_trace(config, rank, size),
+        rank_train_trace(config.data, rank, size, env.window_jobs),
         env.num_envs,
         env.window_jobs,
         env.max_queue,
@@ -96,6 +83,7 @@ class Trainer:
             ctx.comm, config.dist.sync_frac, config.dist.min_rollout_frac, config.dist.preemption
         )
         self.update = 0
+        self.best = math.inf  # run.keep_best: the lowest validation score so far
         self.obs, _ = self.env.reset()
 
     def observe(self, obs: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -214,12 +202,27 @@ class Trainer:
         if self.ctx.rank == self.config.dist.slow_rank:
             time.sleep((self.config.dist.slow_factor - 1) * seconds)
 
+    def validate(self) -> tuple[float, bool]:
+        """(score, whether it is the best so far): the greedy policy's mean avg bsld over
+        run.eval_windows consecutive windows of env.window_jobs jobs from the validation
+        part's first job (the last clipped at its end)."""
+        env = self.config.env
+        trace, _, _ = part_trace(self.config.data, "validation")
+        windows = protocol_windows(len(trace), 0, self.config.run.eval_windows, env.window_jobs)
+        policy = copy.deepcopy(self.policy).cpu()
+        runs = run_policy(policy, trace, dict(enumerate(windows)), env, env.backfill)
+        score = float(np.mean([metrics["avg_bsld"] for _, _, metrics in runs]))
+        improved = score < self.best
+        self.best = min(self.best, score)
+        return score, improved
+
     def save(self) -> None:
         shared = {
             "config": self.config.to_dict(),
             "update": self.update,
             "model": self.policy.state_dict(),
             "optimizer": self.optimizer.state_dict(),
+            "best_validation": self.best,
         }
         mine = {"generator": self.generator.get_state(), "env": self.env.state()}
         if self.memory is not None:
@@ -237,6 +240,7 @@ class Trainer:
         if self.memory is not None:
             self.memory = mine["memory"].to(self.ctx.device)
         self.update = shared["update"]
+        self.best = shared.get("best_validation", math.inf)
 
 
 def start(config: TrainConfig, ctx: context.Context, run_dir: Path, resume: bool) -> Trainer:
@@ -301,9 +305,30 @@ def train(
                 )
             return trainer
         if trainer.update % config.run.checkpoint_every == 0 or trainer.update == updates:
-            trainer.save()
+            checkpoint(trainer, run_dir)
     on_rank0(control.write_marker, run_dir, control.COMPLETED, trainer.update)
     return trainer
+
+
+def checkpoint(trainer: Trainer, run_dir: Path) -> None:
+    """Saves the checkpoint; with run.keep_best, rank 0 first scores the policy on the
+    validation part and, when it is the best so far, keeps the checkpoint as best.pt."""
+    comm = trainer.ctx.comm
+    if not trainer.config.run.keep_best:
+        trainer.save()
+        return
+    score, improved = comm.bcast(
+        control.collectively(comm, trainer.validate, rank0_only=True), root=0
+    )
+    trainer.save()
+    if improved:
+        control.collectively(comm, control.keep_as_best, run_dir, rank0_only=True)
+    if trainer.ctx.is_rank0:
+        best = f"best so far, kept as {control.BEST}" if improved else f"best {trainer.best:.3f}"
+        print(
+            f"update {trainer.update}: validation mean avg bsld {score:.3f} ({best})",
+            file=sys.stderr,
+        )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -14,7 +14,7 @@ from ddppo_hpc.gpu import cli as gpu_cli
 from ddppo_hpc.results import read_results
 
 # A heuristics-only evaluation of a second on the embedded workload.
-SMALL_EVALUATION = ["--policies", "fcfs", "--windows", "2", "--jobs", "50"]
+SMALL_EVALUATION = ["--policies", "fcfs", "--estimate", "request", "--windows", "2", "--jobs", "50"]
 ANALYZE_OUTPUTS = ["results.md", "bsld_windows.png", "wait_cdf.png", "utilization.png"]
 ANALYZE_OUTPUTS += ["user_bsld.png"]
 
@@ -87,11 +87,11 @@ def test_evaluate_numbers_are_refused_while_parsing(argv, message, capsys):
 
 
 def test_more_windows_than_jobs_is_refused(capsys):
-    # The embedded workload holds 20,000 jobs.
+    # The embedded workload holds 60,000 jobs; its test part 12,000.
     err = refusal(
-        evaluate.main, ["--policies", "fcfs", "--windows", "20001", "--jobs", "5"], capsys
+        evaluate.main, ["--policies", "fcfs", "--windows", "12001", "--jobs", "5"], capsys
     )
-    assert "--windows 20001" in err and "20000 jobs" in err
+    assert "--windows 12001" in err and "the test part's 12000 jobs" in err
 
 
 def not_evaluated(*args):

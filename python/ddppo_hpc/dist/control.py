@@ -16,10 +16,11 @@ from mpi4py import MPI
 from ddppo_hpc.io import atomic_write, output_errors, reason
 
 CHECKPOINT = "checkpoint.pt"
+BEST = "best.pt"  # run.keep_best: the checkpoint that scored best on the validation part
 METRICS = "metrics.h5"
 COMPLETED = "COMPLETED"  # the update count of a run that reached its last update
 STOPPED = "STOPPED"  # the update at which a signal stopped the run (it can resume)
-RUN_FILES = (CHECKPOINT, METRICS, COMPLETED, STOPPED)  # a run's own files in its directory
+RUN_FILES = (CHECKPOINT, BEST, METRICS, COMPLETED, STOPPED)  # a run's own files in its directory
 # Written by save_checkpoint: what a checkpoint of this package holds.
 CHECKPOINT_KEYS = {"config", "update", "model", "optimizer", "ranks"}
 
@@ -111,6 +112,14 @@ def save_checkpoint(run_dir: Path, comm: MPI.Comm, shared: dict, mine: dict) -> 
             f.write(buffer.getbuffer())
 
     collectively(comm, write, rank0_only=True)
+
+
+def keep_as_best(run_dir: Path) -> None:
+    """Copies checkpoint.pt onto best.pt (temp file and rename)."""
+    with output_errors(run_dir / CHECKPOINT):
+        data = (run_dir / CHECKPOINT).read_bytes()
+    with atomic_write(run_dir / BEST, "wb") as f:
+        f.write(data)
 
 
 def read_checkpoint(file: Path) -> dict:
