@@ -379,13 +379,14 @@ def metrics_file(results: Results, given: str | None) -> Path | None:
     return found if found and found.is_file() else None
 
 
-def readme_block(readme: Path) -> tuple[str, str]:
-    """The README's text before and after its results-table block."""
+def readme_block(readme: Path, begin: str = README_BEGIN, end: str = README_END) -> tuple[str, str]:
+    """The README's text before and after its block between the markers `begin` and `end`
+    (by default the results table's)."""
     text = read_text(readme)
-    if README_BEGIN not in text or README_END not in text:
-        raise ValueError(f"{readme}: no {README_BEGIN} ... {README_END} block to replace")
-    head, rest = text.split(README_BEGIN, 1)
-    return head, rest.split(README_END, 1)[1]
+    if begin not in text or end not in text:
+        raise ValueError(f"{readme}: no {begin} ... {end} block to replace")
+    head, rest = text.split(begin, 1)
+    return head, rest.split(end, 1)[1]
 
 
 def outputs(args: argparse.Namespace) -> dict[Path, bytes]:
