@@ -1,0 +1,141 @@
+"""bench/quality.py: the paired bootstrap ratio by hand, its seeded reproducibility, the
+test windows, the results files analyze reads, the README block, and bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ddppo_hpc.analyze import report
+from ddppo_hpc.config import TrainConfig
+from ddppo_hpc.data.synthetic import generate, write_swf
+from ddppo_hpc.policy import build_policy
+from ddppo_hpc.results import read_results
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+import quality  # noqa: E402
+
+
+def test_the_same_ratio_in_every_window_gives_that_ratio_and_a_zero_width_interval():
+    best = np.array([10.0, 20.0, 35.0, 7.5, 1.25])
+    assert quality.paired_ratio(2 * best, best) == (2.0, 2.0, 2.0)
+
+
+def test_the_ratio_is_of_the_means_and_two_windows_resample_to_three_ratios():
+    # windows (policy, best): a = (2, 1), b = (2, 3). Ratio of the means: 4 / 4 = 1 (the mean
+    # of the per-window ratios would be 4/3). Resamples: aa (1/4) -> 2, ab or ba (1/2) -> 1,
+    # bb (1/4) -> 2/3; so percentiles 2.5 and 97.5 are 2/3 and 2.
+    ratio, low, high = quality.paired_ratio(np.array([2.0, 2.0]), np.array([1.0, 3.0]))
+    assert ratio == 1.0
+    assert low == pytest.approx(2 / 3, abs=1e-12) and high == 2.0
+
+
+def test_the_seeded_interval_is_reproducible_and_the_seed_matters():
+    rng = np.random.default_rng(7)
+    best = rng.uniform(5, 50, 12)
+    policy = best * rng.uniform(0.8, 1.5, 12)
+    first = quality.paired_ratio(policy, best, seed=3)
+    assert quality.paired_ratio(policy, best, seed=3) == first
+    assert quality.paired_ratio(policy, best, seed=4)[1:] != first[1:]
+    assert first[1] < first[0] < first[2]
+
+
+def test_one_window_has_no_interval():
+    assert quality.paired_ratio(np.array([3.0]), np.array([2.0])) == (1.5, None, None)
+
+
+@pytest.mark.parametrize(
+    ("name", "short"),
+    [
+        ("KTH-SP2-1996-2.1-cln.swf.gz", "KTH-SP2"),
+        ("lublin_256.swf.gz", "lublin_256"),
+        ("HPC2N-2002-excerpt-3170.swf.gz", "HPC2N"),
+        ("2001-x.swf.gz", "2001"),
+    ],
+)
+def test_short_names(name, short):
+    assert quality.short_name(Path(name)) == short
+
+
+def test_windows_lie_in_the_test_part_and_a_short_part_is_one_whole_window():
+    trace = generate(1000, machine_procs=64, seed=1)
+    spans, spec, part = quality.test_windows(trace, (0.7, 0.1, 0.2), 3, 80)
+    assert spans == [(800, 80), (880, 80), (960, 40)]
+    assert spec == {"kind": "rlscheduler", "windows": 3, "jobs": 80, "start": 800}
+    assert (part["first_job"], part["stop_job"], part["trace_jobs"]) == (800, 1000, 1000)
+    spans, spec, _ = quality.test_windows(trace, (0.7, 0.1, 0.2), 20, 1024)
+    assert spans == [(800, 200)] and spec == {"kind": "full", "jobs": 200, "start": 800}
+    with pytest.raises(ValueError, match="nothing to score in the test part"):
+        quality.test_windows(trace, (1.0, 0.0, 0.0), 20, 1024)
+
+
+@pytest.fixture
+def traces(tmp_path):
+    """A folder with one small SWF trace named like the HPC2N excerpt (load factor 0.9)."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    write_swf(generate(600, machine_procs=16, seed=2), tmp_path / "t.swf")
+    swf = gzip.compress((tmp_path / "t.swf").read_bytes())
+    (folder / "HPC2N-2002-tiny.swf.gz").write_bytes(swf)
+    return folder
+
+
+def checkpoint(path: Path, split=(0.7, 0.1, 0.2), gpu_mode="off") -> Path:
+    """An untrained checkpoint of the default policy, with `split` and `gpu_mode`."""
+    config = TrainConfig().to_dict()
+    config["data"]["split"] = list(split)
+    config["gpu"]["mode"] = gpu_mode
+    model = build_policy(TrainConfig().policy)
+    state = {"config": config, "update": 0, "model": model.state_dict()}
+    torch.save({**state, "optimizer": {}, "ranks": [{}, {}]}, path)
+    return path
+
+
+def test_every_load_writes_a_results_file_that_analyze_reads(traces, tmp_path, capsys):
+    out, readme = tmp_path / "out", tmp_path / "README.md"
+    readme.write_text(f"# x\n{quality.BEGIN}\nold\n{quality.END}\nafter\n")
+    argv = ["--traces", str(traces), "--windows", "2", "--jobs", "50", "--out", str(out)]
+    argv += ["--checkpoint", str(checkpoint(tmp_path / "c.pt")), "--readme", str(readme)]
+    assert quality.main(argv) == 0
+    for load, factor in (("native", 1.0), ("x0.9", 0.9)):
+        results = read_results(out / f"HPC2N-{load}.h5")
+        spec = json.loads(results.attrs["window_spec"])
+        assert spec == {"kind": "rlscheduler", "windows": 2, "jobs": 50, "start": 480} | {
+            "load_factor": factor
+        }
+        assert json.loads(results.attrs["split"])["first_job"] == 480
+        assert len(results.summary["policy"]) == 26  # 24 heuristic rows and the policy's 2
+        assert "Scored:" in report(results, {})
+    shown = capsys.readouterr().out
+    assert "Summary:" in shown and shown.count("/ best heuristic") == 4
+    text = readme.read_text()
+    assert "old" not in text and text.endswith(f"{quality.END}\nafter\n")
+    assert "| HPC2N | native |" in text and "Policies:" in text
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda tmp: ["--traces", str(tmp / "none")], "no such trace folder"),
+        (lambda tmp: ["--checkpoint", str(tmp / "absent.pt")], "no checkpoint"),
+        (
+            lambda tmp: ["--checkpoint", str(checkpoint(tmp / "g.pt", gpu_mode="placement"))],
+            "trained in GPU mode",
+        ),
+        (
+            lambda tmp: ["--checkpoint", str(checkpoint(tmp / "s.pt", split=(1.0, 0.0, 0.0)))],
+            "nothing to score in the test part",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(make, message, traces, tmp_path, capsys):
+    argv = ["--traces", str(traces), "--out", str(tmp_path / "out"), *make(tmp_path)]
+    assert quality.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
