@@ -123,7 +123,7 @@ def load_policies(paths: list[str]) -> list[dict]:
     return policies
 
 
-def test_windows(trace, fractions, windows: int, jobs: int) -> tuple[list, dict, dict]:
+def scored_windows(trace, fractions, windows: int, jobs: int) -> tuple[list, dict, dict]:
     """(first job, jobs) of every window in the test part, the window spec and the part (the
     `split` attribute, as evaluate writes it); ValueError when the part is empty."""
     first, stop = part_range(len(trace), fractions, "test")
@@ -180,15 +180,15 @@ def summary_line(s: dict, r: int) -> str:
     return "".join(cells)
 
 
-def print_table(results, title: str, windows: int) -> None:
+def print_table(results, title: str, whole_part: bool) -> None:
     s = results.summary
     print(f"\n{title}")
-    if windows == 1:
-        print("(one window: the test part is shorter than --jobs; intervals are the mean)")
+    if whole_part:
+        print("(one window: the test part is shorter than --jobs; no interval, both ends = mean)")
     head = "  " + f"{'avg bsld [95%]':>12}".ljust(34) + f"{'avg wait s [95%]':>12}".ljust(34)
     print(f"{'scheduler':<20}{'backfill':<14}{'windows':>8}{head}")
     for r in range(len(s["policy"])):
-        print(summary_line(s, r))
+        print(summary_line(s, r).rstrip())
 
 
 def best_heuristic(summary: dict) -> tuple:
@@ -242,12 +242,13 @@ def evaluate_load(trace, path: Path, load: tuple[str, float], policies, args) ->
     prints the table and the ratios, writes the results file(s); returns the ratio rows."""
     name, (load_name, factor) = short_name(path), load
     scaled = dataclasses.replace(trace, submit=trace.submit * factor)
-    fractions = test_split(policies)
-    spans, spec, part = test_windows(scaled, fractions, args.windows, args.jobs)
+    fractions = scored_split(policies)
+    spans, spec, part = scored_windows(scaled, fractions, args.windows, args.jobs)
     spec["load_factor"] = factor
     setup = {"trace": scaled, "spans": spans, "model": None, "env": None}
     label = f"{name} {load_name}"
     heuristics = schedulers(list(POLICIES), list(args.backfills), list(ESTIMATES))
+    began = time.monotonic()
     outcomes = run_schedulers(setup, heuristics, f"{label}: heuristics")
     where = describe("test", part["first_job"], part["stop_job"], len(trace), fractions)
     title = f"== {name}, {load_name} load (submit times x {factor:g}): {where}; "
@@ -264,12 +265,15 @@ def evaluate_load(trace, path: Path, load: tuple[str, float], policies, args) ->
         suffix = f"-ckpt{k}" if len(policies) > 1 else ""
         files.append(Path(args.out) / f"{name}-{load_name}{suffix}.h5")
         write_results(files[-1], results)
-        print_table(results, title + (f" ({policy['path']})" if policy else ""), len(spans))
+        whole = spec["kind"] == "full"
+        print_table(results, title + (f" ({policy['path']})" if policy else ""), whole)
         if policy:
             where_ = {"trace": name, "load": load_name}
             rows += ratio_rows(results, policy, args.backfills, where_)
     print_ratios(rows)
     print(f"results: {', '.join(str(f) for f in files)}", flush=True)
+    took = time.monotonic() - began
+    print(f"{PROG}: {label}: {len(spans)} windows, {took:.1f} s", file=sys.stderr, flush=True)
     return rows
 
 
@@ -281,34 +285,15 @@ def print_ratios(rows: list[dict]) -> None:
         )
 
 
-SUMMARY_HEAD = (
-    "trace",
-    "load",
-    "checkpoint",
-    "policy backfill",
-    "best heuristic",
-    "its avg bsld",
-    "policy avg bsld",
-    "ratio",
-    "95% interval",
-    "upper < 1",
-)
+SUMMARY_HEAD = "trace|load|checkpoint|policy backfill|best heuristic|its avg bsld|policy avg bsld"
+SUMMARY_HEAD = (*SUMMARY_HEAD.split("|"), "ratio", "95% interval", "upper < 1")
 
 
 def summary_cells(row: dict) -> list[str]:
     interval_ = "n/a (1 window)" if row["low"] is None else f"[{row['low']:.3f}, {row['high']:.3f}]"
-    return [
-        row["trace"],
-        row["load"],
-        row["checkpoint"],
-        row["backfill"],
-        best_label(row),
-        f"{row['best_bsld']:.2f}",
-        f"{row['bsld']:.2f}",
-        f"{row['ratio']:.3f}",
-        interval_,
-        verdict(row),
-    ]
+    cells = [row[k] for k in ("trace", "load", "checkpoint", "backfill")] + [best_label(row)]
+    cells += [f"{row['best_bsld']:.2f}", f"{row['bsld']:.2f}", f"{row['ratio']:.3f}"]
+    return [*cells, interval_, verdict(row)]
 
 
 def print_summary(rows: list[dict]) -> None:
@@ -345,26 +330,30 @@ def paragraph(rows: list[dict], policies: list[dict], args, windows: dict) -> st
     """Which policies, trained how, against which baselines, on which jobs, and where the
     policy loses."""
     scored = ", ".join(f"{name} {n}" for name, n in windows.items())
-    loses = [r for r in rows if r["high"] is not None and r["low"] <= 1 <= r["high"]]
+    unsure = [r for r in rows if r["high"] is not None and r["low"] <= 1 <= r["high"]]
     worse = [r for r in rows if r["high"] is not None and r["low"] > 1]
     single = [r for r in rows if r["high"] is None]
+    higher = " / ".join(sorted({r["load"] for r in rows} - {"native"}))
     text = (
         f"Policies: {'; '.join(trained_how(p) for p in policies)}, acting greedily and "
         "backfilling with the users' requests. Baselines: fcfs, sjf, wfp3, unicep, f1 and "
         f"sjbf x {' and '.join(args.backfills)} backfilling x the requests or EASY++ "
         "predictions as runtime estimates; the best heuristic is the one with the lowest mean "
         "avg bsld on the same windows. Jobs scored: the test part of each trace (the last "
-        f"{test_split(policies)[2]:g} of its jobs in submit order), up to "
+        f"{scored_split(policies)[2]:g} of its jobs in submit order), up to "
         f"{args.windows} consecutive windows of {args.jobs} jobs ({scored} windows), at native "
-        "load and with submit times x 0.9. Ratios: policy's mean avg bsld / best heuristic's, "
-        "95% paired bootstrap interval over windows."
+        f"load and at a higher one (submit times {higher}). Ratios: the policy's mean avg "
+        "bsld / the best heuristic's, with a 95% paired bootstrap interval over windows."
     )
     where = [f"{r['trace']} {r['load']} ({r['backfill']}, {r['ratio']:.2f}x)" for r in worse]
     text += f" The policy is worse than the best heuristic on: {', '.join(where) or 'none'}."
-    unsure = [f"{r['trace']} {r['load']} ({r['backfill']})" for r in loses]
+    unsure = [f"{r['trace']} {r['load']} ({r['backfill']})" for r in unsure]
     text += f" Not distinguishable from it (interval contains 1): {', '.join(unsure) or 'none'}."
+    few = sorted({r["trace"] for r in rows if r["windows"] == 2})
+    if few:
+        text += f" Two windows ({', '.join(few)}): three distinct resamples, a rough interval."
     if single:
-        one = sorted({r["trace"] for r in single})
+        one = [f"{r['trace']} {r['load']} ({r['ratio']:.2f}x)" for r in single]
         text += f" One window, so no interval: {', '.join(one)}."
     return text
 
@@ -430,7 +419,7 @@ def run(args) -> int:
     return 0
 
 
-def test_split(policies: list[dict]):
+def scored_split(policies: list[dict]):
     """The checkpoints' data.split (load_policies checked they agree), else the default."""
     return policies[0]["config"].data.split if policies else DEFAULT_SPLIT
 

@@ -65,14 +65,14 @@ def test_short_names(name, short):
 
 def test_windows_lie_in_the_test_part_and_a_short_part_is_one_whole_window():
     trace = generate(1000, machine_procs=64, seed=1)
-    spans, spec, part = quality.test_windows(trace, (0.7, 0.1, 0.2), 3, 80)
+    spans, spec, part = quality.scored_windows(trace, (0.7, 0.1, 0.2), 3, 80)
     assert spans == [(800, 80), (880, 80), (960, 40)]
     assert spec == {"kind": "rlscheduler", "windows": 3, "jobs": 80, "start": 800}
     assert (part["first_job"], part["stop_job"], part["trace_jobs"]) == (800, 1000, 1000)
-    spans, spec, _ = quality.test_windows(trace, (0.7, 0.1, 0.2), 20, 1024)
+    spans, spec, _ = quality.scored_windows(trace, (0.7, 0.1, 0.2), 20, 1024)
     assert spans == [(800, 200)] and spec == {"kind": "full", "jobs": 200, "start": 800}
     with pytest.raises(ValueError, match="nothing to score in the test part"):
-        quality.test_windows(trace, (1.0, 0.0, 0.0), 20, 1024)
+        quality.scored_windows(trace, (1.0, 0.0, 0.0), 20, 1024)
 
 
 @pytest.fixture
