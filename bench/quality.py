@@ -186,7 +186,7 @@ def print_table(results, title: str, whole_part: bool) -> None:
     if whole_part:
         print("(one window: the test part is shorter than --jobs; no interval, both ends = mean)")
     head = "  " + f"{'avg bsld [95%]':>12}".ljust(34) + f"{'avg wait s [95%]':>12}".ljust(34)
-    print(f"{'scheduler':<20}{'backfill':<14}{'windows':>8}{head}")
+    print(f"{'scheduler':<20}{'backfill':<14}{'windows':>8}{head}".rstrip())
     for r in range(len(s["policy"])):
         print(summary_line(s, r).rstrip())
 
