@@ -280,3 +280,44 @@ def test_evaluate_does_not_write_over_its_checkpoint(evaluated, capsys):
     assert evaluate.main([*argv, "--windows", "1", "--jobs", "10"]) == 2
     assert f"{checkpoint}: would replace {checkpoint}, an input" in capsys.readouterr().err
     assert checkpoint.read_bytes() == before
+
+
+def with_recorded_waits(swf: Path, out: Path, wait_of) -> Path:
+    """A copy of an SWF file whose field 3 (the recorded wait) is wait_of(line number)."""
+    lines = []
+    for k, line in enumerate(swf.read_text().splitlines()):
+        fields = line.split()
+        if line.startswith(";") or not fields:
+            lines.append(line)
+            continue
+        fields[2] = str(wait_of(k))
+        lines.append(" ".join(fields))
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_the_recorded_row_is_the_logs_schedule_when_every_window_has_it(evaluated, tmp_path):
+    swf = with_recorded_waits(evaluated["swf"], tmp_path / "waits.swf", lambda k: 7 * (k % 5))
+    argv = ["--trace", str(swf), "--windows", "3", "--jobs", "100", "--backfill", "easy"]
+    out = tmp_path / "r.h5"
+    assert evaluate.main([*argv, "--out", str(out)]) == 0
+    r, trace = read_results(out), read_swf(swf)
+    assert r.attrs["policies"][-1] == "recorded"
+    assert list(r.summary["policy"][-1:]) == ["recorded"] and r.summary["backfill"][-1] == "-"
+    rows = r.jobs["policy"] == "recorded"
+    ids = r.jobs["job_id"][rows]
+    index = np.searchsorted(trace.id, ids)
+    assert np.array_equal(r.jobs["start"][rows], trace.submit[index] + trace.wait_time[index])
+    # One job without field 3 in a window: no row by default, refused when asked for.
+    holes = with_recorded_waits(
+        evaluated["swf"], tmp_path / "holes.swf", lambda k: -1 if k == 6500 else 3
+    )
+    hole_argv = ["--trace", str(holes), "--full", "--estimate", "request"]
+    assert evaluate.main([*hole_argv, "--out", str(tmp_path / "h.h5")]) == 0
+    assert "recorded" not in read_results(tmp_path / "h.h5").attrs["policies"]
+    refused = subprocess.run(
+        [*PYTHON, "ddppo_hpc.evaluate", *hole_argv, "--policies", "fcfs,recorded"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+    assert "no recorded schedule (SWF field 3)" in refused.stderr

@@ -49,7 +49,18 @@ from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
 from ddppo_hpc.io import check_output, not_an_input
 from ddppo_hpc.policy import build_policy, decide, initial_memory
 from ddppo_hpc.results import Outcome, results_of, scheduler_label, write_results
-from ddppo_hpc.sim import BACKFILLS, ESTIMATES, POLICIES, PROTOCOL_JOBS, PROTOCOL_WINDOWS, simulate
+from ddppo_hpc.sim import (
+    BACKFILLS,
+    ESTIMATES,
+    POLICIES,
+    PROTOCOL_JOBS,
+    PROTOCOL_WINDOWS,
+    RECORDED,
+    RECORDED_NOTE,
+    has_recorded,
+    recorded,
+    simulate,
+)
 from ddppo_hpc.sim import protocol_windows as rlscheduler_windows
 
 TRAINED = "ddppo"  # the trained policy's name among the schedulers
@@ -93,14 +104,20 @@ def run_policy(
 def schedulers(policies: list[str], backfills: list[str], estimates: list[str]) -> list[tuple]:
     """(policy, backfill, estimate) of every row: the trained policy backfills with the
     requests, as it trained; without backfilling the estimate changes nothing, so it runs
-    once, with the requests."""
-    return [
-        (name, backfill, estimate)
-        for name in policies
-        for backfill in backfills
-        for estimate in estimates
-        if estimate == "request" or (name != TRAINED and backfill != "none")
-    ]
+    once, with the requests; the recorded schedule is one row, neither backfilled nor
+    estimated ("-")."""
+    rows = []
+    for name in policies:
+        if name == RECORDED:
+            rows.append((RECORDED, "-", "-"))
+            continue
+        rows += [
+            (name, backfill, estimate)
+            for backfill in backfills
+            for estimate in estimates
+            if estimate == "request" or (name != TRAINED and backfill != "none")
+        ]
+    return rows
 
 
 def run_rank(setup: dict, rank: int, size: int) -> list[Outcome]:
@@ -111,6 +128,9 @@ def run_rank(setup: dict, rank: int, size: int) -> list[Outcome]:
     for name, backfill, estimate in setup["schedulers"]:
         if name == TRAINED:
             runs = run_policy(setup["model"], trace, mine, setup["env"], backfill)
+        elif name == RECORDED:
+            results = [(w, recorded(trace, f, n)) for w, (f, n) in mine.items()]
+            runs = [(w, r.start_time, r.metrics) for w, r in results]
         else:
             results = [
                 (w, simulate(trace, name, backfill, f, n, estimate)) for w, (f, n) in mine.items()
@@ -257,6 +277,7 @@ def prepare(args: argparse.Namespace, loaded: tuple[dict, Path] | None, config: 
         not_an_input(args.out, [p for p in (file, path) if p])
     part = scored_part(trace, config, args)
     spans, spec = windows_of(part, args)
+    policies = with_recorded(policies, trace, spans, explicit=bool(args.policies))
     backfills = args.backfill or [config.env.backfill]
     attrs = {
         "config": json.dumps(checkpoint["config"] if checkpoint else None),
@@ -282,6 +303,16 @@ def prepare(args: argparse.Namespace, loaded: tuple[dict, Path] | None, config: 
         "attrs": attrs,
         "scored": scored_line(trace, part, spec),
     }
+
+
+def with_recorded(policies: list[str], trace: Trace, spans: list, explicit: bool) -> list[str]:
+    """The policies, with the recorded schedule last by default when every window has it
+    (SWF field 3). Asked for explicitly where a window lacks it: TraceError naming the job."""
+    everywhere = all(has_recorded(trace, f, f + n) for f, n in spans)
+    if explicit and RECORDED in policies and not everywhere:
+        first, jobs = next((f, n) for f, n in spans if not has_recorded(trace, f, f + n))
+        recorded(trace, first, jobs)  # raises, naming the first job without field 3
+    return policies if explicit or not everywhere else [*policies, RECORDED]
 
 
 def embedded_name(config: TrainConfig) -> str:
@@ -345,6 +376,8 @@ def print_table(summary: dict, scored: str) -> None:
             f"{name:<20}{summary['backfill'][row]:<14}{summary['windows'][row]:>8}"
             + "".join(f"{summary[m + '_mean'][row]:>16.3f}" for m in EPISODE_METRICS)
         )
+    if RECORDED in summary["policy"]:
+        print(f"{RECORDED}: {RECORDED_NOTE}")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -355,7 +388,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--checkpoint", help="a training run directory or its checkpoint.pt")
     p.add_argument("--trace", help="SWF file or dataset directory (default: see above)")
-    p.add_argument("--policies", type=names((TRAINED, *POLICIES)), help="e.g. ddppo,sjf,f1")
+    p.add_argument(
+        "--policies",
+        type=names((TRAINED, *POLICIES, RECORDED)),
+        help="e.g. ddppo,sjf,f1 (default: ddppo with --checkpoint, every order, and recorded "
+        "when the trace has SWF field 3 for every window)",
+    )
     p.add_argument("--backfill", type=names(BACKFILLS), help="e.g. none,easy (default: the run's)")
     p.add_argument(
         "--estimate",

@@ -108,8 +108,8 @@ def interval(values: np.ndarray) -> tuple[float, float, float]:
 
 def scheduler_label(policy: str, estimate: str) -> str:
     """A scheduler's name in tables and plots: the order, marked when backfilling takes
-    EASY++ predictions rather than the requests."""
-    return policy if estimate == "request" else f"{policy}+{estimate}"
+    EASY++ predictions rather than the requests ("-" for the recorded schedule)."""
+    return f"{policy}+{estimate}" if estimate == "predicted" else policy
 
 
 def rows_of(table: dict[str, np.ndarray], key: tuple) -> np.ndarray:

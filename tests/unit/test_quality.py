@@ -77,7 +77,7 @@ def test_windows_lie_in_the_test_part_and_a_short_part_is_one_whole_window():
 
 @pytest.fixture
 def traces(tmp_path):
-    """A folder with one small SWF trace named like the HPC2N excerpt (load factor 0.9)."""
+    """A folder with one small SWF trace named like the HPC2N excerpt (load factor 0.7)."""
     folder = tmp_path / "traces"
     folder.mkdir()
     write_swf(generate(600, machine_procs=16, seed=2), tmp_path / "t.swf")
@@ -103,7 +103,7 @@ def test_every_load_writes_a_results_file_that_analyze_reads(traces, tmp_path, c
     argv = ["--traces", str(traces), "--windows", "2", "--jobs", "50", "--out", str(out)]
     argv += ["--checkpoint", str(checkpoint(tmp_path / "c.pt")), "--readme", str(readme)]
     assert quality.main(argv) == 0
-    for load, factor in (("native", 1.0), ("x0.9", 0.9)):
+    for load, factor in (("native", 1.0), ("x0.7", 0.7)):
         results = read_results(out / f"HPC2N-{load}.h5")
         spec = json.loads(results.attrs["window_spec"])
         assert spec == {"kind": "rlscheduler", "windows": 2, "jobs": 50, "start": 480} | {
