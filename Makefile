@@ -18,24 +18,25 @@ export DDPPO_TRACES := $(abspath $(TRACES))
 
 .PHONY: demo results test lint format bench setup build clean
 
-# Trains on the embedded workload at 2 ranks (about 2 minutes), then the trained policy
-# against every heuristic on held-out windows.
+# Trains on the embedded workload's train part at 2 ranks (about 40 s), then the trained
+# policy against every heuristic on its test part.
 demo: $(BUILT)
 	timeout 1800 $(MPIRUN) -n $(MPI_NP) --oversubscribe $(PY) -m ddppo_hpc.train \
 		--config configs/demo.yaml --run-dir runs/demo --force
 	$(PY) -m ddppo_hpc.evaluate --checkpoint runs/demo
 
-# README "Results": RLScheduler's protocol on lublin_256. Trains configs/lublin256.yaml at
-# $(MPI_NP) ranks (about 30 minutes; skipped while the run directory holds a finished run),
-# evaluates the policy and every heuristic under no and EASY backfilling, and writes the
-# table and plots into docs/results/ and the table into README.md. Quick pipeline check:
+# README "Results": RLScheduler's protocol on lublin_256's test part. Trains
+# configs/lublin256.yaml at $(MPI_NP) ranks on its train part (about 4 minutes; skipped while
+# the run directory holds a finished run), evaluates the policy and every heuristic under no
+# and EASY backfilling (lublin_256 has no users: EASY++ predictions are the requests), and
+# writes the table and plots into docs/results/ and the table into README.md. Quick check:
 # `make results RESULTS_UPDATES=5` (its own run directory).
 RESULTS_UPDATES ?=
 RESULTS_RUN     ?= runs/results-lublin256$(if $(RESULTS_UPDATES),-$(RESULTS_UPDATES))
 RESULTS_DIR     ?= docs/results
 results: $(RESULTS_RUN)/COMPLETED
 	$(PY) -m ddppo_hpc.evaluate --checkpoint $(RESULTS_RUN) --trace $(TRACES)/lublin_256.swf.gz \
-		--protocol rlscheduler --backfill none,easy --out $(RESULTS_RUN)/results.h5
+		--protocol rlscheduler --backfill none,easy --estimate request --out $(RESULTS_RUN)/results.h5
 	$(PY) -m ddppo_hpc.analyze $(RESULTS_RUN)/results.h5 --out $(RESULTS_DIR) \
 		--published $(RESULTS_DIR)/published.csv --readme README.md
 

@@ -78,7 +78,7 @@ def main() -> int:
         convert.generate(Path(tmp) / "ds", 200_000, machine_procs=1024, users=200, partitions=4)
         sources = {
             "lublin_256": read_swf(Path(args.traces) / "lublin_256.swf.gz"),
-            "synthetic store": TraceStore(Path(tmp) / "ds").rank_trace(0, 1),
+            "synthetic store": TraceStore(Path(tmp) / "ds").trace(),
         }
         print(f"{'trace':<18}{'B':>5}{'decisions/s':>14}{'Python ref':>13}{'ratio':>8}")
         for name, trace in sources.items():

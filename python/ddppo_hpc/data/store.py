@@ -70,12 +70,6 @@ class TraceStore:
             return list(range(rank * count // world, (rank + 1) * count // world))
         return [rank % count]
 
-    def rank_trace(self, rank: int, world: int) -> Trace:
-        """A rank's share of the store as one Trace (its partitions are contiguous)."""
-        mine = self.partitions_for(rank, world)
-        first = self.partitions[mine[0]]["first_job"]
-        return self.trace(first, sum(self.partitions[k]["jobs"] for k in mine))
-
     def _open_file(self, k: int) -> h5py.File:
         path = self.path / self.partitions[k]["file"]
         try:
