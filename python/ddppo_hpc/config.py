@@ -123,7 +123,7 @@ class GpuConfig:
     load: float = 0.9  # offered load of the synthetic DL jobs
     holdout_jobs: int = 4096  # the trace's last jobs, kept out of training for evaluation
     # the jobs just before the held-out ones, also kept out of training: settings are
-    # chosen on them (`evaluate --validation`), so that the held-out score stays unbiased
+    # chosen on them (`evaluate --split validation`), so that the held-out score stays unbiased
     validation_jobs: int = 0
     w_jct: float = 1.0  # reward weights: average JCT (hours)
     w_makespan: float = 0.0  # makespan (hours)

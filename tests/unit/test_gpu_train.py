@@ -99,7 +99,8 @@ def test_evaluate_compares_with_every_heuristic_pair(tmp_path):
         timeout=300,
     )
     assert out.returncode == 0, out.stderr
-    rows = [line.split() for line in out.stdout.splitlines()]
+    out_lines = out.stdout.splitlines()
+    rows = [line.split() for line in out_lines]
     assert rows[0] == ["scheduler", "windows", "avg_jct", "makespan", "avg_comm_cost",
                        "gpu_utilization", "avg_queue_delay"]  # fmt: skip
     names = [r[0] for r in rows[1:]]
@@ -113,3 +114,12 @@ def test_evaluate_compares_with_every_heuristic_pair(tmp_path):
         timeout=300,
     )
     assert out.returncode == 2 and "--trace and --out do not apply to a GPU-mode run" in out.stderr
+    evaluate = [sys.executable, "-m", "ddppo_hpc.evaluate", "--checkpoint", str(tmp_path)]
+    validation = subprocess.run(
+        [*evaluate, "--split", "validation"], capture_output=True, text=True
+    )
+    assert validation.returncode == 0, validation.stderr
+    assert validation.stdout.splitlines()[0] == out_lines[0]  # the same table
+    assert validation.stdout.splitlines()[1:] != out_lines[1:]  # on other windows
+    train = subprocess.run([*evaluate, "--split", "train"], capture_output=True, text=True)
+    assert train.returncode == 2 and "GPU-mode run has validation and held-out" in train.stderr
