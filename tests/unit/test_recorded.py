@@ -3,8 +3,6 @@ metrics from start times, `--policy recorded`, and the recorded wait through the
 
 import csv
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_sim import BACKFILLS, POLICIES, metrics
 from simhelpers import trace_of
+from test_cli import run
 from test_sim_vs_reference import workloads
 
 from ddppo_hpc.data import convert, read_swf
@@ -36,15 +35,6 @@ def swf(tmp_path, rows, name="t.swf"):
     ]
     path.write_text("; MaxProcs: 4\n" + "\n".join(lines) + "\n")
     return path
-
-
-def run(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "ddppo_hpc.sim", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_hand_case_metrics(tmp_path):
