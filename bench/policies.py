@@ -9,8 +9,9 @@ each policy with the same budget.
 Training runs `mpirun -n 2 --oversubscribe python -m ddppo_hpc.train` on --config (default
 configs/lublin256.yaml) with only the policy changed; a time budget stops each run with
 SIGUSR1 (it checkpoints at the next update). Each trained policy is then evaluated greedily
-on --trace with the RLScheduler protocol (10 windows of 1024 jobs, the run's backfilling:
-EASY in lublin256.yaml). Prints one table; asserts nothing.
+on --trace with the RLScheduler protocol in its test part (consecutive windows of 1024 jobs
+from the first job of the last 20%, which training never sees; the run's backfilling: EASY
+in lublin256.yaml). Prints one table; asserts nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import torch
 
 from ddppo_hpc.config import from_dict, load_config
 from ddppo_hpc.data import read_swf
+from ddppo_hpc.data.split import DEFAULT_SPLIT, part_range
 from ddppo_hpc.env import VecSchedulingEnv
 from ddppo_hpc.evaluate import load_checkpoint, run_policy
 from ddppo_hpc.policy import build_policy, decide, initial_memory
@@ -101,6 +103,12 @@ def train(config_path: str, options: list[str], run_dir: Path, minutes, updates)
     return (time.perf_counter() - began) / 60
 
 
+def test_windows(trace) -> list[tuple[int, int]]:
+    """The RLScheduler protocol's windows in the trace's test part (the default split)."""
+    first, stop = part_range(len(trace), DEFAULT_SPLIT, "test")
+    return protocol_windows(stop, first)
+
+
 def protocol_bsld(run_dir: Path, trace) -> tuple[float, int, str]:
     """(mean over the protocol's windows of the greedy policy's average bsld, the update it
     reached, its backfilling)."""
@@ -108,7 +116,7 @@ def protocol_bsld(run_dir: Path, trace) -> tuple[float, int, str]:
     config = from_dict(checkpoint["config"])
     policy = build_policy(config.policy)
     policy.load_state_dict(checkpoint["model"])
-    spans = dict(enumerate(protocol_windows(len(trace))))
+    spans = dict(enumerate(test_windows(trace)))
     runs = run_policy(policy, trace, spans, config.env, config.env.backfill)
     return (
         float(np.mean([m["avg_bsld"] for _, _, m in runs])),
@@ -145,7 +153,7 @@ def main() -> int:
             line += f"{done:>9}{minutes:>9.1f}{bsld:>11.2f}"
         print(line, flush=True)
     if backfill:
-        spans = protocol_windows(len(trace))
+        spans = test_windows(trace)
         means = {
             h: np.mean([simulate(trace, h, backfill, f, n).metrics["avg_bsld"] for f, n in spans])
             for h in POLICIES
