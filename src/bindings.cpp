@@ -97,7 +97,7 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
                      Column<int32_t> user_index, int32_t users, Column<int32_t> group_index,
                      int32_t groups, int32_t machine_procs, size_t window_jobs, size_t max_queue,
                      const std::string& policy, const std::string& backfill,
-                     const std::string& reward, const std::string& baseline, bool dense,
+                     const std::string& reward, const std::string& baseline, bool dense, bool wait,
                      const std::vector<uint64_t>& seeds) {
   ddppo::Workload w = workload(id, submit, runtime, requested_time, procs, user);
   if (user_index.shape(0) != w.size || group_index.shape(0) != w.size)
@@ -111,7 +111,8 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
       ddppo::parse_backfill(backfill),
       ddppo::parse_reward(reward),
       baseline == "none" ? std::nullopt : std::optional(ddppo::parse_policy(baseline)),
-      dense};
+      dense,
+      wait};
   std::vector<nb::object> keep;
   for (nb::handle h :
        {nb::cast(id), nb::cast(submit), nb::cast(runtime), nb::cast(requested_time),
@@ -127,7 +128,7 @@ void set_outputs(PyBatchEnv& e, Out<float, -1, -1, ddppo::kJobFeatures> jobs,
   size_t b = e.env.size();
   if (jobs.shape(0) != b || cluster.shape(0) != b || mask.shape(0) != b || reward.shape(0) != b ||
       done.shape(0) != b || episode_start.shape(0) != b || episode_metrics.shape(0) != b ||
-      mask.shape(1) != jobs.shape(1))
+      jobs.shape(1) != e.env.slots() || mask.shape(1) != e.env.slots())
     throw std::invalid_argument("output arrays do not match the batch");
   e.outputs = {jobs.data(), cluster.data(),       mask.data(),           reward.data(),
                done.data(), episode_start.data(), episode_metrics.data()};
@@ -158,8 +159,9 @@ NB_MODULE(_core, m) {
       .def(nb::new_(&make_env), "id"_a, "submit"_a, "runtime"_a, "requested_time"_a, "procs"_a,
            "user"_a, "user_index"_a, "users"_a, "group_index"_a, "groups"_a, "machine_procs"_a,
            "window_jobs"_a, "max_queue"_a, "policy"_a, "backfill"_a, "reward"_a, "baseline"_a,
-           "dense"_a, "seeds"_a)
+           "dense"_a, "wait"_a, "seeds"_a)
       .def("__len__", [](const PyBatchEnv& e) { return e.env.size(); })
+      .def_prop_ro("slots", [](const PyBatchEnv& e) { return e.env.slots(); })
       .def("set_outputs", &set_outputs, "jobs"_a, "cluster"_a, "mask"_a, "reward"_a, "done"_a,
            "episode_start"_a, "episode_metrics"_a,
            "The arrays that reset(), step() and observe() write (kept alive by the env).")

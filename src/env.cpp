@@ -92,6 +92,8 @@ void BatchEnv::step(const int32_t* actions, Outputs out) {
 }
 
 void BatchEnv::act(Env& e, int32_t action) {
+  if (config_.wait && action == static_cast<int32_t>(config_.max_queue) && e.sim->can_wait())
+    return e.sim->wait();
   size_t visible = std::min(config_.max_queue, e.sim->waiting().size());
   e.sim->pick_at(action >= 0 && static_cast<size_t>(action) < visible ? action : 0);
 }
@@ -160,12 +162,12 @@ double BatchEnv::reward_of(const Metrics& m) const {
 
 void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   const Simulator& s = *e.sim;
-  const size_t K = config_.max_queue;
+  const size_t K = config_.max_queue, S = slots();
   const double machine = config_.machine_procs, now = s.now();
-  float* jobs = out.jobs + i * K * kJobFeatures;
-  uint8_t* mask = out.mask + i * K;
-  std::memset(jobs, 0, K * kJobFeatures * sizeof(float));
-  std::memset(mask, 0, K);
+  float* jobs = out.jobs + i * S * kJobFeatures;
+  uint8_t* mask = out.mask + i * S;
+  std::memset(jobs, 0, S * kJobFeatures * sizeof(float));
+  std::memset(mask, 0, S);
   const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(K, queue.size());
   const double log_machine = std::log2(machine);
@@ -211,6 +213,23 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   c[0] = static_cast<float>(s.free_procs() / machine);
   c[1] = static_cast<float>(std::min(remaining / (machine * kTimeScale), 1.0));
   c[2] = static_cast<float>(std::min(static_cast<double>(queue.size()) / K, 1.0));
+  if (config_.wait) observe_wait(e, jobs + K * kJobFeatures, mask + K);
+}
+
+// The wait slot shows what waiting costs (the time to the next event, which every waiting
+// job waits at least) and what it could buy (the procs that free up then).
+void BatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
+  const Simulator& s = *e.sim;
+  *mask = s.can_wait();
+  if (!*mask) return;
+  const double next = s.next_event(), gap = next - s.now();
+  int32_t freed = 0;
+  for (const auto& r : s.running())
+    if (s.start_times()[r.job - e.begin] + w_.runtime[r.job] == next) freed += w_.procs[r.job];
+  f[0] = static_cast<float>(std::min(gap / kTimeScale, 1.0));
+  f[2] = static_cast<float>(freed / static_cast<double>(config_.machine_procs));
+  f[8] = -1.0f;
+  f[10] = static_cast<float>(std::min(std::log10(1.0 + gap) / kLogDecades, 1.0));
 }
 
 void BatchEnv::heuristic_actions(int32_t* actions) const {

@@ -40,6 +40,9 @@ struct EnvConfig {
   // bsld and wait only: each job's share of the reward comes at the step it starts
   // (episode sums unchanged), not all of it at the episode's end.
   bool dense = false;
+  // Slot K is the agent's wait: start nothing until the next arrival or completion
+  // (docs/environment.md, "Waiting").
+  bool wait = false;
 };
 
 // Per-job dense ids (0-based) of users and groups, for the multi-user features.
@@ -52,9 +55,9 @@ struct Accounts {
 
 // Where step() and reset() write, one row per environment.
 struct Outputs {
-  float* jobs = nullptr;     // [B, K, kJobFeatures]
+  float* jobs = nullptr;     // [B, S, kJobFeatures], S = slots()
   float* cluster = nullptr;  // [B, kClusterFeatures]
-  uint8_t* mask = nullptr;   // [B, K]: 1 where a job can be picked
+  uint8_t* mask = nullptr;   // [B, S]: 1 where a job can be picked (slot K: where one may wait)
   float* reward = nullptr;   // [B]
   uint8_t* done = nullptr;   // [B]: the episode ended at this step (the row shows the next)
   int64_t* episode_start =
@@ -67,8 +70,11 @@ class BatchEnv {
   BatchEnv(const Workload& w, Accounts accounts, EnvConfig config,
            const std::vector<uint64_t>& seeds);
   size_t size() const { return envs_.size(); }
+  // Slots of an observation: K job slots, and the wait slot K with `wait`.
+  size_t slots() const { return config_.max_queue + (config_.wait ? 1 : 0); }
   void reset(Outputs out);
-  // Actions are slots of the observation; a slot without a job picks slot 0.
+  // Actions are slots of the observation; a slot without a job (or a masked wait) picks
+  // slot 0.
   void step(const int32_t* actions, Outputs out);
   // The configured heuristic's pick among each environment's visible jobs.
   void heuristic_actions(int32_t* actions) const;
@@ -104,6 +110,7 @@ class BatchEnv {
   float dense_reward(Env& e) const;
   double reward_of(const Metrics& m) const;
   void observe(Env& e, size_t i, Outputs out) const;
+  void observe_wait(const Env& e, float* f, uint8_t* mask) const;
 
   Workload w_;
   Accounts accounts_;

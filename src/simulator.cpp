@@ -145,11 +145,21 @@ void Simulator::settle() {
   }
 }
 
-void Simulator::advance() {
+double Simulator::next_event() const {
   double next = std::numeric_limits<double>::infinity();
   if (next_arrival_ < end_) next = w_.submit[next_arrival_];
   if (!ends_.empty()) next = std::min(next, ends_.top().first);
-  now_ = next;
+  return next;
+}
+
+void Simulator::advance() { now_ = next_event(); }
+
+// Nothing is committed, so nothing is backfilled: the events at the next event time are
+// applied and the next decision follows there.
+void Simulator::wait() {
+  if (!can_wait()) throw std::invalid_argument("nothing to wait for");
+  advance();
+  settle();
 }
 
 // Every arrival and completion at or before now, before any pick or scan.

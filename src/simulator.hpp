@@ -45,6 +45,13 @@ class Simulator {
   void pick_at(size_t position);
   // The heuristic's pick among waiting()[0, count): its position there.
   size_t heuristic_position(size_t count) const;
+  // The RL environment's wait (docs/simulation.md, "Decision model"): at a decision,
+  // start nothing and move to the next event time, where the next decision follows. Only
+  // while an event is still to come: the earliest of the next arrival's submit and the next
+  // completion (infinity when neither is left).
+  double next_event() const;
+  bool can_wait() const { return !done_ && committed_ < 0 && std::isfinite(next_event()); }
+  void wait();
 
  private:
   using Completion = std::pair<double, int32_t>;  // (end, job), min-heap

@@ -48,6 +48,10 @@ class EnvConfig:
     # the episode's end (same episode sums; the value function then predicts only the future)
     dense_reward: bool = False
     reward_scale: float = 100.0  # rewards are divided by this before learning
+    # the agent may also wait: action K starts nothing until the next arrival or completion
+    # (no backfill scan: nothing is committed); masked when nothing runs and nothing is left
+    # to arrive; the heuristics never wait (docs/environment.md, "Waiting")
+    wait: bool = False
 
 
 @dataclass
@@ -80,7 +84,7 @@ class PPOConfig:
     # the first updates copy the environment's heuristic (HPC: the backfill order's pick;
     # GPU: gpu.order + best_fit): rollouts follow it and the loss is its cross-entropy plus
     # the value loss (behaviour cloning) among the slots the heuristic can choose (not the
-    # GPU agents' wait, which stays to PPO); they count in `updates`
+    # wait, env.wait or gpu.wait, which stays to PPO); they count in `updates`
     imitation_updates: int = 0
 
 
@@ -245,6 +249,8 @@ def _validate(config: TrainConfig) -> None:
             f"'env.dense_reward' needs 'env.reward' bsld or wait (a sum over jobs), "
             f"not {config.env.reward}"
         )
+    if config.env.wait and config.gpu.mode != "off":
+        raise ConfigError("'env.wait' is for the HPC queue (gpu.mode: off); GPU mode: 'gpu.wait'")
     if config.run.keep_best and config.gpu.mode != "off":
         raise ConfigError("'run.keep_best' is for the HPC queue (gpu.mode: off)")
     if config.ppo.imitation_updates < 0:

@@ -80,12 +80,18 @@ def run_policy(
 ) -> list[tuple[int, np.ndarray, dict]]:
     """(window, start times, metrics) of one greedy episode per window of `spans` (window ->
     (first job, jobs)): one batch per window length, one environment per window. The queue
-    length and backfill order are the training run's."""
+    length, backfill order and wait action are the training run's."""
     done = []
     for length in sorted({n for _, n in spans.values()}):
         windows = [w for w, (_, n) in spans.items() if n == length]
         env = VecSchedulingEnv(
-            trace, len(windows), length, options.max_queue, backfill, options.backfill_order
+            trace,
+            len(windows),
+            length,
+            options.max_queue,
+            backfill,
+            options.backfill_order,
+            wait=options.wait,
         )
         env.reset()
         obs = env.begin_at([spans[w][0] for w in windows])

@@ -54,6 +54,7 @@ def make_env(config: TrainConfig, rank: int, size: int) -> VecSchedulingEnv:
         seed=config.run.seed + rank * env.num_envs,
         baseline=env.reward_baseline,
         dense=env.dense_reward,
+        wait=env.wait,
     )
 
 
@@ -128,7 +129,7 @@ class Trainer:
             began = time.perf_counter()
             actions, logprobs, values, memory = self.act(self.obs)
             storage.insert(self.obs, actions, logprobs, values, memory)
-            if self.imitating():  # cloned among the teacher's choices (GPU: not the wait)
+            if self.imitating():  # cloned among the teacher's choices (not the wait)
                 storage.mask[storage.used, :, self.env.teacher_slots :] = False
             self.obs, reward, terminated, _, info = self.env.step(actions.numpy())
             reset_ended(self.memory, terminated, self.initial)  # a new episode remembers nothing

@@ -18,12 +18,13 @@ def trace():
     return generate(3000, machine_procs=64, seed=5)
 
 
+@pytest.mark.parametrize("wait", [False, True])  # the heuristics never wait
 @pytest.mark.parametrize("backfill", BACKFILLS)
 @pytest.mark.parametrize("policy", POLICIES)
-def test_heuristic_through_env_equals_the_simulator(trace, policy, backfill):
+def test_heuristic_through_env_equals_the_simulator(trace, policy, backfill, wait):
     # Every waiting job is visible (K = window), so the helper sees what the simulator sees.
     env = VecSchedulingEnv(
-        trace, 3, window_jobs=WINDOW, max_queue=WINDOW, backfill=backfill, policy=policy, seed=11
+        trace, 3, WINDOW, WINDOW, backfill=backfill, policy=policy, seed=11, wait=wait
     )
     env.reset()
     assert len(env.last_start_times(0)) == 0  # no episode finished yet

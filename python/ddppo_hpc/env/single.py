@@ -11,7 +11,8 @@ from ddppo_hpc.env.vector import CLUSTER_FEATURES, EPISODE_METRICS, JOB_FEATURES
 
 
 class SchedulingEnv(gym.Env):
-    """Pick the next job to schedule among the first `max_queue` waiting ones.
+    """Pick the next job to schedule among the first `max_queue` waiting ones (with `wait`,
+    action `max_queue` starts nothing until the next arrival or completion).
 
     Reward is sparse (at the end of each episode; see docs/environment.md). An action on an
     empty slot picks slot 0, the oldest waiting job. Episodes restart on their own: after
@@ -30,6 +31,7 @@ class SchedulingEnv(gym.Env):
         policy: str = "fcfs",
         reward: str = "bsld",
         seed: int = 0,
+        wait: bool = False,
     ):
         self._options = dict(
             trace=trace,
@@ -39,16 +41,18 @@ class SchedulingEnv(gym.Env):
             backfill=backfill,
             policy=policy,
             reward=reward,
+            wait=wait,
         )
         self._vec = VecSchedulingEnv(**self._options, seed=seed)
+        slots = max_queue + wait
         self.observation_space = spaces.Dict(
-            {
-                "jobs": spaces.Box(0, 1, (max_queue, JOB_FEATURES), np.float32),
+            {  # the wait slot's feature 8 is -1
+                "jobs": spaces.Box(-1 if wait else 0, 1, (slots, JOB_FEATURES), np.float32),
                 "cluster": spaces.Box(0, 1, (CLUSTER_FEATURES,), np.float32),
-                "action_mask": spaces.MultiBinary(max_queue),
+                "action_mask": spaces.MultiBinary(slots),
             }
         )
-        self.action_space = spaces.Discrete(max_queue)
+        self.action_space = spaces.Discrete(slots)
 
     def _observation(self) -> dict[str, np.ndarray]:
         obs = self._vec.observation()

@@ -20,7 +20,9 @@ class VecSchedulingEnv:
 
     Observations are the first `max_queue` waiting jobs in FCFS order (`jobs`, shape
     [B, K, JOB_FEATURES]), cluster features ([B, CLUSTER_FEATURES]) and `action_mask`
-    ([B, K], True where a job can be picked). An action is a slot index. Finished episodes
+    ([B, K], True where a job can be picked). An action is a slot index. With `wait`, slot K
+    is the wait (start nothing until the next arrival or completion): `jobs` and
+    `action_mask` have K + 1 rows, the last the wait slot's. Finished episodes
     restart at once: `terminated[i]` marks the step that ended one, whose metrics are in
     `info`, and row i already shows the next episode. The returned arrays are reused by
     the next step: copy what must outlive it.
@@ -41,6 +43,7 @@ class VecSchedulingEnv:
         seed: int = 0,
         baseline: str = "none",
         dense: bool = False,
+        wait: bool = False,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -62,9 +65,14 @@ class VecSchedulingEnv:
             reward,
             baseline,
             dense,
+            wait,
             [seed + i for i in range(num_envs)],
         )
-        self._allocate(max_queue, JOB_FEATURES, CLUSTER_FEATURES, window_jobs)
+        # An episode has one pick per job, and a wait per arrival or completion.
+        self._allocate(
+            self._core.slots, JOB_FEATURES, CLUSTER_FEATURES, window_jobs * (1 + 2 * wait)
+        )
+        self.teacher_slots = max_queue  # the heuristics never wait
 
     def _allocate(self, slots: int, features: int, cluster: int, decisions: int) -> None:
         """The arrays the core writes into (handed to it once), and the log of the current
@@ -147,6 +155,7 @@ class VecSchedulingEnv:
         return actions
 
     def random_actions(self, rng: np.random.Generator) -> np.ndarray:
-        """A uniformly random valid slot per environment."""
-        visible = self.mask.sum(axis=1)
-        return (rng.random(self.num_envs) * visible).astype(np.int32)
+        """A uniformly random valid slot per environment (the wait among them)."""
+        valid = self.mask.view(bool)
+        draw = (rng.random(self.num_envs) * valid.sum(axis=1)).astype(np.int64)
+        return (np.cumsum(valid, axis=1) > draw[:, None]).argmax(axis=1).astype(np.int32)
