@@ -46,48 +46,72 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   }
   if (policy_ == Policy::kSjbf || estimate_ == Estimate::kPredicted)
     predictions_.emplace(w_, begin_, end_, estimate_ == Estimate::kPredicted);
+  if (policy_ == Policy::kFcfs || policy_ == Policy::kSjf || policy_ == Policy::kF1)
+    order_.emplace(w_.procs, begin_, end_, policy_ == Policy::kFcfs ? nullptr : &cached_);
   now_ = begin_ < end_ ? w_.submit[begin_] : 0;
   settle();
 }
 
 const std::vector<double>& Simulator::run() {
-  while (!done_) pick(pick_heuristic());
+  while (!done_) {
+    const int32_t job = pick_heuristic();
+    ++stale_;  // its entry in queue_ goes at the next compaction
+    take(job);
+  }
   return start_;
 }
 
 void Simulator::pick(int32_t job) {
-  auto it = std::find(queue_.begin(), queue_.end(), job);
-  if (done_ || committed_ >= 0 || it == queue_.end())
+  const std::vector<int32_t>& queue = waiting();
+  auto it = std::find(queue.begin(), queue.end(), job);
+  if (done_ || committed_ >= 0 || it == queue.end())
     throw std::invalid_argument("job " + std::to_string(job) + " is not waiting");
-  pick_at(it - queue_.begin());
+  pick_at(it - queue.begin());
 }
 
 void Simulator::pick_at(size_t position) {
-  int32_t job = queue_[position];
+  int32_t job = waiting()[position];
   queue_.erase(queue_.begin() + position);
+  take(job);
+}
+
+void Simulator::take(int32_t job) {
   if (w_.procs[job] <= free_) {
     start(job);
   } else {
     committed_ = job;
+    if (order_) order_->remove(job);
     backfill_scan();
     advance();
   }
   settle();
 }
 
+const std::vector<int32_t>& Simulator::waiting() const {
+  if (stale_ > 0) {
+    queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
+                                [this](int32_t j) {
+                                  return j == committed_ || !std::isnan(start_[j - begin_]);
+                                }),
+                 queue_.end());
+    stale_ = 0;
+  }
+  return queue_;
+}
+
 // Lowest score, ties by (submit, id), which is index order.
 int32_t Simulator::pick_heuristic() const {
   switch (policy_) {
     case Policy::kFcfs:
-      return queue_.front();
+    case Policy::kSjf:
+    case Policy::kF1:
+      return order_->first();
     case Policy::kWfp3:
       return pick_wfp3();
     case Policy::kUnicep:
       return lowest([this](int32_t j) { return -(now_ - w_.submit[j]) / cached_[j - begin_]; });
-    case Policy::kSjbf:
-      return lowest([this](int32_t j) { return sjbf_score(j); });
     default:
-      return lowest([this](int32_t j) { return cached_[j - begin_]; });
+      return lowest([this](int32_t j) { return sjbf_score(j); });
   }
 }
 
@@ -95,16 +119,17 @@ size_t Simulator::heuristic_position(size_t count) const {
   size_t best = 0;
   double best_score = std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < count; ++k)
-    if (double s = priority(queue_[k]); s < best_score) best_score = s, best = k;
+    if (double s = priority(waiting()[k]); s < best_score) best_score = s, best = k;
   return best;
 }
 
 // The waiting job with the lowest key; ties go to the first in queue order.
 template <typename Key>
 int32_t Simulator::lowest(Key key) const {
-  int32_t best = queue_.front();
+  const std::vector<int32_t>& queue = waiting();
+  int32_t best = queue.front();
   double best_key = std::numeric_limits<double>::infinity();
-  for (int32_t j : queue_)
+  for (int32_t j : queue)
     if (double k = key(j); k < best_key) best_key = k, best = j;
   return best;
 }
@@ -113,6 +138,7 @@ void Simulator::start(int32_t job) {
   start_[job - begin_] = now_;
   ++started_;
   waiting_count_add(w_.procs[job], -1);
+  if (order_) order_->remove(job);
   if (predictions_) predictions_->start(job, now_);
   // A job of runtime 0 ends as it starts: its procs are never held (docs/simulation.md).
   if (w_.runtime[job] == 0) return;
@@ -136,7 +162,7 @@ void Simulator::settle() {
       start(committed_);
       committed_ = -1;
     }
-    if (!queue_.empty()) return;
+    if (queue_.size() > stale_) return;
     if (next_arrival_ == end_) {
       done_ = true;
       return;
@@ -155,8 +181,10 @@ void Simulator::advance() {
 // Every arrival and completion at or before now, before any pick or scan.
 void Simulator::apply_events() {
   for (; next_arrival_ < end_ && w_.submit[next_arrival_] <= now_; ++next_arrival_) {
-    queue_.push_back(static_cast<int32_t>(next_arrival_));
-    waiting_count_add(w_.procs[next_arrival_], 1);
+    const int32_t j = static_cast<int32_t>(next_arrival_);
+    queue_.push_back(j);
+    waiting_count_add(w_.procs[j], 1);
+    if (order_) order_->add(j, w_.requested_time[j]);
   }
   if (predictions_) predictions_->advance(now_);
   while (!ends_.empty() && ends_.top().first <= now_) {
@@ -187,10 +215,9 @@ void Simulator::backfill_scan() {
     easy_scan();
   else
     conservative_scan();
-  if (started_ == started_before) return;
-  queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
-                              [this](int32_t j) { return !std::isnan(start_[j - begin_]); }),
-               queue_.end());
+  stale_ += started_ - started_before;
+  // Compacting queue_ takes a walk over it: only once it is half stale, when no one reads it.
+  if (order_ && 2 * stale_ > queue_.size()) waiting();
 }
 
 // The policy's sort key at now; ties go by (submit, id), which is index order.
@@ -220,7 +247,7 @@ Simulator::Keyed Simulator::keyed(int32_t job) const {
 
 int32_t Simulator::pick_wfp3() const {
   double most = 0;
-  for (int32_t j : queue_) most = std::max(most, wfp3_product(j));
+  for (int32_t j : waiting()) most = std::max(most, wfp3_product(j));
   const double near = most * (1 - 1e-9);
   return lowest([&](int32_t j) {
     return wfp3_product(j) >= near ? priority(j) : std::numeric_limits<double>::infinity();
@@ -240,7 +267,6 @@ void Simulator::settle_runs(std::vector<Keyed>& keys) const {
 
 // Waiting jobs (given in queue order) into policy order at now.
 void Simulator::sort_by_policy(std::vector<int32_t>& jobs) const {
-  if (policy_ == Policy::kFcfs) return;  // queue order already
   std::vector<Keyed> keys;
   keys.reserve(jobs.size());
   for (int32_t j : jobs) keys.push_back(keyed(j));
@@ -278,7 +304,7 @@ void Simulator::rerank() {
   for (const Keyed& k : ranked_)
     if (k.second != committed_ && std::isnan(start_[k.second - begin_])) ranked_[kept++] = k;
   ranked_.resize(kept);
-  for (int32_t j : queue_)
+  for (int32_t j : waiting())
     if (!listed_[j - begin_]) listed_[j - begin_] = 1, ranked_.emplace_back(0, j);
   for (Keyed& k : ranked_) k = keyed(k.second);
   if (!insertion_sort(ranked_.begin(), ranked_.end(), 4 * ranked_.size() + 64))
@@ -293,7 +319,7 @@ size_t Simulator::rank_hopeful() {
   // can_start_now() for every waiting job, from the profile's lows.
   profile_.lows(lows_);
   bool any = false;
-  for (int32_t j : queue_) {
+  for (int32_t j : waiting()) {
     const int32_t procs = w_.procs[j];
     const double until = now_ + estimate(j);
     bool fits = procs <= free_ && procs <= lows_[0].free;
@@ -304,7 +330,7 @@ size_t Simulator::rank_hopeful() {
   if (!any) return 0;
   if (policy_ == Policy::kFcfs) {  // queue order
     ranked_.clear();
-    for (int32_t j : queue_) ranked_.emplace_back(0, j);
+    for (int32_t j : waiting()) ranked_.emplace_back(0, j);
   } else {
     rerank();
   }
@@ -335,10 +361,21 @@ void Simulator::easy_scan() {
     extra -= w_.procs[j];
     return true;
   };
+  if (order_ && estimate_ == Estimate::kRequest) {
+    // Free procs and extra only fall during a scan, so a job the index passes over cannot
+    // start in it, and every job it gives starts.
+    order_->begin_scan();
+    for (int32_t j; (j = order_->next(free_, extra, now_, shadow)) >= 0;) {
+      order_->passed(j);
+      if (now_ + estimate(j) > shadow) extra -= w_.procs[j];  // it runs past S on extra procs
+      start(j);
+    }
+    return;
+  }
   if (policy_ != Policy::kFcfs) {
     // Free procs only fall during a scan: only the jobs that fit now matter.
     std::vector<int32_t> order;
-    for (int32_t j : queue_)
+    for (int32_t j : waiting())
       if (w_.procs[j] <= free_) order.push_back(j);
     sort_by_policy(order);
     for (int32_t j : order)
@@ -347,9 +384,10 @@ void Simulator::easy_scan() {
   }
   // FCFS order is queue order: scan the queue itself, and stop once no job left in it can
   // fit (`fitting` never undercounts the unvisited jobs that need at most free procs).
+  const std::vector<int32_t>& queue = waiting();
   int32_t fitting = waiting_fitting();
-  for (size_t i = 0; i < queue_.size() && fitting > 0; ++i) {
-    int32_t j = queue_[i];
+  for (size_t i = 0; i < queue.size() && fitting > 0; ++i) {
+    int32_t j = queue[i];
     if (w_.procs[j] > free_) continue;
     if (admit(j)) {
       start(j);

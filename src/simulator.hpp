@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "order_index.hpp"
 #include "policy.hpp"
 #include "predictions.hpp"
 #include "profile.hpp"
@@ -34,7 +35,7 @@ class Simulator {
   bool done() const { return done_; }
   double now() const { return now_; }
   int32_t free_procs() const { return free_; }
-  const std::vector<int32_t>& waiting() const { return queue_; }
+  const std::vector<int32_t>& waiting() const;
   void pick(int32_t job);
   const std::vector<double>& start_times() const { return start_; }
 
@@ -49,6 +50,8 @@ class Simulator {
  private:
   using Completion = std::pair<double, int32_t>;  // (end, job), min-heap
 
+  // The picked job, out of the queue, starts or is committed.
+  void take(int32_t job);
   int32_t pick_heuristic() const;
   int32_t pick_wfp3() const;
   template <typename Key>
@@ -105,8 +108,12 @@ class Simulator {
   int32_t committed_ = -1;
   bool done_ = false;
   size_t started_ = 0;
-  std::vector<int32_t> queue_;    // waiting jobs in (submit, id) order, without the committed one
-  std::vector<Running> running_;  // sorted by start + requested_time
+  // Waiting jobs in (submit, id) order, without the committed one; after a run's picks and
+  // scans it may also hold `stale_` jobs that left, until waiting() compacts it.
+  mutable std::vector<int32_t> queue_;
+  mutable size_t stale_ = 0;
+  std::optional<StaticOrder> order_;  // the waiting jobs of FCFS, SJF and F1, indexed
+  std::vector<Running> running_;      // sorted by start + requested_time
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends_;
   std::vector<double> start_;
   // Per job: the score of policies that do not depend on time, UNICEP's divisor, WFP3's
