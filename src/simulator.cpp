@@ -46,8 +46,8 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   }
   if (policy_ == Policy::kSjbf || estimate_ == Estimate::kPredicted)
     predictions_.emplace(w_, begin_, end_, estimate_ == Estimate::kPredicted);
-  if (policy_ == Policy::kFcfs || policy_ == Policy::kSjf || policy_ == Policy::kF1)
-    order_.emplace(w_.procs, begin_, end_, policy_ == Policy::kFcfs ? nullptr : &cached_);
+  index_ = WaitingIndex(w_.procs, begin_, end_,
+                        static_order() && policy_ != Policy::kFcfs ? cached_.data() : nullptr);
   now_ = begin_ < end_ ? w_.submit[begin_] : 0;
   settle();
 }
@@ -80,7 +80,7 @@ void Simulator::take(int32_t job) {
     start(job);
   } else {
     committed_ = job;
-    if (order_) order_->remove(job);
+    index_.remove(job);
     backfill_scan();
     advance();
   }
@@ -89,11 +89,9 @@ void Simulator::take(int32_t job) {
 
 const std::vector<int32_t>& Simulator::waiting() const {
   if (stale_ > 0) {
-    queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
-                                [this](int32_t j) {
-                                  return j == committed_ || !std::isnan(start_[j - begin_]);
-                                }),
-                 queue_.end());
+    queue_.erase(
+        std::remove_if(queue_.begin(), queue_.end(), [this](int32_t j) { return left(j); }),
+        queue_.end());
     stale_ = 0;
   }
   return queue_;
@@ -105,7 +103,7 @@ int32_t Simulator::pick_heuristic() const {
     case Policy::kFcfs:
     case Policy::kSjf:
     case Policy::kF1:
-      return order_->first();
+      return index_.first();
     case Policy::kWfp3:
       return pick_wfp3();
     case Policy::kUnicep:
@@ -138,7 +136,7 @@ void Simulator::start(int32_t job) {
   start_[job - begin_] = now_;
   ++started_;
   waiting_count_add(w_.procs[job], -1);
-  if (order_) order_->remove(job);
+  index_.remove(job);
   if (predictions_) predictions_->start(job, now_);
   // A job of runtime 0 ends as it starts: its procs are never held (docs/simulation.md).
   if (w_.runtime[job] == 0) return;
@@ -184,7 +182,7 @@ void Simulator::apply_events() {
     const int32_t j = static_cast<int32_t>(next_arrival_);
     queue_.push_back(j);
     waiting_count_add(w_.procs[j], 1);
-    if (order_) order_->add(j, w_.requested_time[j]);
+    index_.add(j, w_.requested_time[j]);
   }
   if (predictions_) predictions_->advance(now_);
   while (!ends_.empty() && ends_.top().first <= now_) {
@@ -216,8 +214,8 @@ void Simulator::backfill_scan() {
   else
     conservative_scan();
   stale_ += started_ - started_before;
-  // Compacting queue_ takes a walk over it: only once it is half stale, when no one reads it.
-  if (order_ && 2 * stale_ > queue_.size()) waiting();
+  // Compacting queue_ takes a walk over it: once an eighth of it is stale (O(1) a job).
+  if (8 * stale_ > queue_.size()) waiting();
 }
 
 // The policy's sort key at now; ties go by (submit, id), which is index order.
@@ -239,6 +237,14 @@ void Simulator::settle(std::vector<Keyed>::iterator first,
                        std::vector<Keyed>::iterator last) const {
   for (auto it = first; it != last; ++it) it->first = priority(it->second);
   std::sort(first, last);
+}
+
+// Whether keyed job a comes before b in policy order: by the score where the keys are close.
+bool Simulator::before(const Keyed& a, const Keyed& b) const {
+  if (close_keys(a.first, b.first))
+    return std::make_pair(priority(a.second), a.second) <
+           std::make_pair(priority(b.second), b.second);
+  return a < b;
 }
 
 Simulator::Keyed Simulator::keyed(int32_t job) const {
@@ -345,51 +351,87 @@ void Simulator::easy_scan() {
   const std::vector<Running>& ends = estimated_ends();
   const int32_t need = w_.procs[committed_];
   int32_t avail = free_;
-  double shadow = now_;
+  Shadow s{now_, 0};
   size_t k = 0;
   while (avail < need) {
-    shadow = std::max(ends[k].estimated_end, now_);
+    s.time = std::max(ends[k].estimated_end, now_);
     avail += w_.procs[ends[k++].job];
   }
-  for (; k < ends.size() && std::max(ends[k].estimated_end, now_) == shadow; ++k)
+  for (; k < ends.size() && std::max(ends[k].estimated_end, now_) == s.time; ++k)
     avail += w_.procs[ends[k].job];
-  int32_t extra = avail - need;
-  // J may start if it fits now and ends by the shadow time or fits in the extra procs.
-  auto admit = [&](int32_t j) {
-    if (now_ + estimate(j) <= shadow) return true;
-    if (w_.procs[j] > extra) return false;
-    extra -= w_.procs[j];
-    return true;
-  };
-  if (order_ && estimate_ == Estimate::kRequest) {
-    // Free procs and extra only fall during a scan, so a job the index passes over cannot
-    // start in it, and every job it gives starts.
-    order_->begin_scan();
-    for (int32_t j; (j = order_->next(free_, extra, now_, shadow)) >= 0;) {
-      order_->passed(j);
-      if (now_ + estimate(j) > shadow) extra -= w_.procs[j];  // it runs past S on extra procs
-      start(j);
-    }
-    return;
+  s.extra = avail - need;
+  if (estimate_ == Estimate::kPredicted)
+    scan_queue(s);
+  else if (static_order())
+    scan_in_rank_order(s);
+  else
+    scan_candidates(s);
+}
+
+// J may start if it fits now and ends by the shadow time or fits in the extra procs.
+bool Simulator::admit(int32_t job, Shadow& s) const {
+  if (now_ + estimate(job) <= s.time) return true;
+  if (w_.procs[job] > s.extra) return false;
+  s.extra -= w_.procs[job];
+  return true;
+}
+
+// Free procs and extra only fall during a scan, so a job the index passes over cannot start
+// in it, and every job it gives starts.
+void Simulator::scan_in_rank_order(Shadow& s) {
+  index_.begin_scan();
+  for (int32_t j; (j = index_.next(free_, s.extra, now_, s.time)) >= 0;) {
+    index_.passed(j);
+    admit(j, s);
+    start(j);
   }
+}
+
+// Free procs and extra only fall during a scan: only the jobs that could start as it began
+// might, and few of them do. So each round takes the first of them in policy order that still
+// can, until none can.
+void Simulator::scan_candidates(Shadow& s) {
+  candidates_.clear();
+  index_.each_candidate(free_, s.extra, now_, s.time,
+                        [this](int32_t j) { candidates_.push_back(keyed(j)); });
+  for (;;) {
+    size_t best = candidates_.size();
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      const int32_t j = candidates_[i].second;
+      const bool can =
+          w_.procs[j] <= free_ && (w_.procs[j] <= s.extra || now_ + estimate(j) <= s.time);
+      if (can && (best == candidates_.size() || before(candidates_[i], candidates_[best])))
+        best = i;
+    }
+    if (best == candidates_.size()) return;
+    const int32_t j = candidates_[best].second;
+    candidates_[best] = candidates_.back();
+    candidates_.pop_back();
+    admit(j, s);
+    start(j);
+  }
+}
+
+// With predicted estimates, which change while jobs wait, the queue itself (passing over the
+// jobs that left it, rather than compacting it at every scan).
+void Simulator::scan_queue(Shadow& s) {
   if (policy_ != Policy::kFcfs) {
     // Free procs only fall during a scan: only the jobs that fit now matter.
     std::vector<int32_t> order;
-    for (int32_t j : waiting())
-      if (w_.procs[j] <= free_) order.push_back(j);
+    for (int32_t j : queue_)
+      if (w_.procs[j] <= free_ && !left(j)) order.push_back(j);
     sort_by_policy(order);
     for (int32_t j : order)
-      if (w_.procs[j] <= free_ && admit(j)) start(j);
+      if (w_.procs[j] <= free_ && admit(j, s)) start(j);
     return;
   }
   // FCFS order is queue order: scan the queue itself, and stop once no job left in it can
   // fit (`fitting` never undercounts the unvisited jobs that need at most free procs).
-  const std::vector<int32_t>& queue = waiting();
   int32_t fitting = waiting_fitting();
-  for (size_t i = 0; i < queue.size() && fitting > 0; ++i) {
-    int32_t j = queue[i];
-    if (w_.procs[j] > free_) continue;
-    if (admit(j)) {
+  for (size_t i = 0; i < queue_.size() && fitting > 0; ++i) {
+    int32_t j = queue_[i];
+    if (w_.procs[j] > free_ || left(j)) continue;
+    if (admit(j, s)) {
       start(j);
       fitting = waiting_fitting();
     } else {

@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "order_index.hpp"
 #include "policy.hpp"
 #include "predictions.hpp"
 #include "profile.hpp"
+#include "waiting_index.hpp"
 #include "workload.hpp"
 
 namespace ddppo {
@@ -52,6 +52,8 @@ class Simulator {
 
   // The picked job, out of the queue, starts or is committed.
   void take(int32_t job);
+  // Whether a job of queue_ has left the queue (stale until waiting() compacts it).
+  bool left(int32_t job) const { return job == committed_ || !std::isnan(start_[job - begin_]); }
   int32_t pick_heuristic() const;
   int32_t pick_wfp3() const;
   template <typename Key>
@@ -69,10 +71,22 @@ class Simulator {
   void settle();
   void backfill_scan();
   void easy_scan();
+  struct Shadow {
+    double time;    // S
+    int32_t extra;  // procs free at S beyond the committed job's
+  };
+  bool admit(int32_t job, Shadow& s) const;
+  void scan_in_rank_order(Shadow& s);
+  void scan_candidates(Shadow& s);
+  void scan_queue(Shadow& s);
+  bool static_order() const {
+    return policy_ == Policy::kFcfs || policy_ == Policy::kSjf || policy_ == Policy::kF1;
+  }
   void conservative_scan();
   double priority(int32_t job) const;
   using Keyed = std::pair<double, int32_t>;  // (rank key, job)
   Keyed keyed(int32_t job) const;
+  bool before(const Keyed& a, const Keyed& b) const;
   bool close_keys(double x, double y) const {
     return policy_ == Policy::kWfp3 &&
            std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
@@ -112,8 +126,9 @@ class Simulator {
   // scans it may also hold `stale_` jobs that left, until waiting() compacts it.
   mutable std::vector<int32_t> queue_;
   mutable size_t stale_ = 0;
-  std::optional<StaticOrder> order_;  // the waiting jobs of FCFS, SJF and F1, indexed
-  std::vector<Running> running_;      // sorted by start + requested_time
+  WaitingIndex index_;             // the waiting jobs: in policy order for FCFS, SJF and F1
+  std::vector<Keyed> candidates_;  // an EASY scan's, kept to reuse its memory
+  std::vector<Running> running_;   // sorted by start + requested_time
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends_;
   std::vector<double> start_;
   // Per job: the score of policies that do not depend on time, UNICEP's divisor, WFP3's

@@ -1,7 +1,7 @@
-// The waiting jobs of a static-key order (FCFS, SJF, F1: the rank of a job never changes),
-// indexed so that a pick and an EASY backfill scan cost O(log n) per job they start instead
-// of a walk over the queue (issue 17). Jobs are grouped by size (procs); within a size, a
-// min-tree over the jobs in rank order holds each waiting job's backfill estimate.
+// The waiting jobs, ranked by a key that never changes (FCFS, SJF and F1's score; FCFS for
+// the other policies), indexed so that a pick and an EASY backfill scan cost O(log n) per job
+// they look at instead of a walk over the queue (issue 17). Jobs are grouped by size (procs);
+// within a size, a min-tree over the jobs in rank order holds each waiting job's request.
 #pragma once
 
 #include <algorithm>
@@ -48,10 +48,11 @@ class MinTree {
   std::vector<double> tree_;
 };
 
-class StaticOrder {
+class WaitingIndex {
  public:
+  WaitingIndex() = default;
   // Jobs begin .. end-1 ranked by (keys[j - begin], j); FCFS (rank = index) without keys.
-  StaticOrder(const int32_t* procs, size_t begin, size_t end, const std::vector<double>* keys)
+  WaitingIndex(const int32_t* procs, size_t begin, size_t end, const double* keys)
       : begin_(begin),
         by_rank_(end - begin),
         rank_(end - begin),
@@ -60,9 +61,8 @@ class StaticOrder {
         waiting_(end - begin) {
     std::iota(by_rank_.begin(), by_rank_.end(), static_cast<int32_t>(begin));
     if (keys)
-      std::stable_sort(by_rank_.begin(), by_rank_.end(), [&](int32_t a, int32_t b) {
-        return (*keys)[a - begin] < (*keys)[b - begin];
-      });
+      std::stable_sort(by_rank_.begin(), by_rank_.end(),
+                       [&](int32_t a, int32_t b) { return keys[a - begin] < keys[b - begin]; });
     std::vector<int32_t> sizes(procs + begin, procs + end);
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
@@ -95,6 +95,24 @@ class StaticOrder {
     return r < by_rank_.size() ? by_rank_[r] : -1;
   }
 
+  // Calls visit(j) for every waiting job with procs <= free and either procs <= extra or
+  // now + estimate <= shadow: those an EASY scan may start, in no particular order.
+  template <typename Visit>
+  void each_candidate(int32_t free, int32_t extra, double now, double shadow, Visit visit) const {
+    for (const Class& c : classes_) {
+      if (c.procs > free) break;
+      auto each = [&](auto passes) {
+        for (size_t s = c.estimates.first_from(0, passes); s < c.jobs.size();
+             s = c.estimates.first_from(s + 1, passes))
+          visit(c.jobs[s]);
+      };
+      if (c.procs <= extra)
+        each([](double v) { return v < MinTree::kUnset; });
+      else
+        each([&](double v) { return now + v <= shadow; });
+    }
+  }
+
   // An EASY scan visits candidates in rank order: begin_scan(), then next() until it gives -1,
   // and passed(j) after each job it gives, started or not.
   void begin_scan() {
@@ -124,7 +142,7 @@ class StaticOrder {
     MinTree estimates;          // per slot of jobs: the waiting job's estimate
     size_t from = 0;            // the scan's next slot to look at
   };
-  size_t begin_;
+  size_t begin_ = 0;
   std::vector<int32_t> by_rank_, rank_, class_, slot_;  // per rank; per job of the window
   MinTree waiting_;                                     // per rank: 0 while the job waits
   std::vector<Class> classes_;                          // by procs
