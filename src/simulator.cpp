@@ -46,8 +46,11 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   }
   if (policy_ == Policy::kSjbf || estimate_ == Estimate::kPredicted)
     predictions_.emplace(w_, begin_, end_, estimate_ == Estimate::kPredicted);
-  index_ = WaitingIndex(w_.procs, begin_, end_,
-                        static_order() && policy_ != Policy::kFcfs ? cached_.data() : nullptr);
+  if (static_order())
+    index_.emplace(w_.procs, begin_, end_, policy_ == Policy::kFcfs ? nullptr : cached_.data());
+  else
+    groups_.emplace(policy_ == Policy::kSjbf ? w_.user : nullptr, w_.procs, w_.requested_time,
+                    begin_, end_);
   now_ = begin_ < end_ ? w_.submit[begin_] : 0;
   settle();
 }
@@ -80,7 +83,8 @@ void Simulator::take(int32_t job) {
     start(job);
   } else {
     committed_ = job;
-    index_.remove(job);
+    if (index_) index_->remove(job);
+    if (groups_) groups_->remove(job);
     backfill_scan();
     advance();
   }
@@ -103,7 +107,7 @@ int32_t Simulator::pick_heuristic() const {
     case Policy::kFcfs:
     case Policy::kSjf:
     case Policy::kF1:
-      return index_.first();
+      return index_->first();
     case Policy::kWfp3:
       return pick_wfp3();
     case Policy::kUnicep:
@@ -114,21 +118,24 @@ int32_t Simulator::pick_heuristic() const {
 }
 
 size_t Simulator::heuristic_position(size_t count) const {
+  const std::vector<int32_t>& queue = waiting();
   size_t best = 0;
   double best_score = std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < count; ++k)
-    if (double s = priority(waiting()[k]); s < best_score) best_score = s, best = k;
+    if (double s = priority(queue[k]); s < best_score) best_score = s, best = k;
   return best;
 }
 
-// The waiting job with the lowest key; ties go to the first in queue order.
+// The waiting job with the lowest key, a score that orders each group as index order;
+// ties go to the first in queue order.
 template <typename Key>
 int32_t Simulator::lowest(Key key) const {
-  const std::vector<int32_t>& queue = waiting();
-  int32_t best = queue.front();
+  int32_t best = -1;
   double best_key = std::numeric_limits<double>::infinity();
-  for (int32_t j : queue)
-    if (double k = key(j); k < best_key) best_key = k, best = j;
+  groups_->each_oldest([&](int32_t j) {
+    const double k = key(j);
+    if (best < 0 || k < best_key || (k == best_key && j < best)) best_key = k, best = j;
+  });
   return best;
 }
 
@@ -136,7 +143,8 @@ void Simulator::start(int32_t job) {
   start_[job - begin_] = now_;
   ++started_;
   waiting_count_add(w_.procs[job], -1);
-  index_.remove(job);
+  if (index_) index_->remove(job);
+  if (groups_) groups_->remove(job);
   if (predictions_) predictions_->start(job, now_);
   // A job of runtime 0 ends as it starts: its procs are never held (docs/simulation.md).
   if (w_.runtime[job] == 0) return;
@@ -182,7 +190,8 @@ void Simulator::apply_events() {
     const int32_t j = static_cast<int32_t>(next_arrival_);
     queue_.push_back(j);
     waiting_count_add(w_.procs[j], 1);
-    index_.add(j, w_.requested_time[j]);
+    if (index_) index_->add(j, w_.requested_time[j]);
+    if (groups_) groups_->add(j);
   }
   if (predictions_) predictions_->advance(now_);
   while (!ends_.empty() && ends_.top().first <= now_) {
@@ -253,7 +262,7 @@ Simulator::Keyed Simulator::keyed(int32_t job) const {
 
 int32_t Simulator::pick_wfp3() const {
   double most = 0;
-  for (int32_t j : waiting()) most = std::max(most, wfp3_product(j));
+  groups_->each_oldest([&](int32_t j) { most = std::max(most, wfp3_product(j)); });
   const double near = most * (1 - 1e-9);
   return lowest([&](int32_t j) {
     return wfp3_product(j) >= near ? priority(j) : std::numeric_limits<double>::infinity();
@@ -379,36 +388,42 @@ bool Simulator::admit(int32_t job, Shadow& s) const {
 // Free procs and extra only fall during a scan, so a job the index passes over cannot start
 // in it, and every job it gives starts.
 void Simulator::scan_in_rank_order(Shadow& s) {
-  index_.begin_scan();
-  for (int32_t j; (j = index_.next(free_, s.extra, now_, s.time)) >= 0;) {
-    index_.passed(j);
-    admit(j, s);
+  index_->begin_scan();
+  for (int32_t j; (j = index_->next(free_, s.extra, now_, s.time)) >= 0;) {
+    index_->passed(j);
+    admit(j, s);  // it passes: this takes its procs from extra where it runs past S
     start(j);
   }
 }
 
 // Free procs and extra only fall during a scan: only the jobs that could start as it began
-// might, and few of them do. So each round takes the first of them in policy order that still
-// can, until none can.
+// might, and few of them do; in a group, only its oldest. So each round takes the first of
+// them in policy order that still can (its group's next oldest then joins), until none can.
 void Simulator::scan_candidates(Shadow& s) {
+  auto can = [&](int32_t j) {
+    return w_.procs[j] <= free_ && (w_.procs[j] <= s.extra || now_ + estimate(j) <= s.time);
+  };
   candidates_.clear();
-  index_.each_candidate(free_, s.extra, now_, s.time,
-                        [this](int32_t j) { candidates_.push_back(keyed(j)); });
+  groups_->each_oldest([&](int32_t j) {
+    if (can(j)) candidates_.push_back(keyed(j));
+  });
   for (;;) {
     size_t best = candidates_.size();
-    for (size_t i = 0; i < candidates_.size(); ++i) {
-      const int32_t j = candidates_[i].second;
-      const bool can =
-          w_.procs[j] <= free_ && (w_.procs[j] <= s.extra || now_ + estimate(j) <= s.time);
-      if (can && (best == candidates_.size() || before(candidates_[i], candidates_[best])))
+    for (size_t i = 0; i < candidates_.size(); ++i)
+      if (can(candidates_[i].second) &&
+          (best == candidates_.size() || before(candidates_[i], candidates_[best])))
         best = i;
-    }
     if (best == candidates_.size()) return;
     const int32_t j = candidates_[best].second;
-    candidates_[best] = candidates_.back();
-    candidates_.pop_back();
-    admit(j, s);
+    admit(j, s);  // it passes: this takes its procs from extra where it runs past S
     start(j);
+    const int32_t next = groups_->oldest_beside(j);
+    if (next >= 0) {
+      candidates_[best] = keyed(next);
+    } else {
+      candidates_[best] = candidates_.back();
+      candidates_.pop_back();
+    }
   }
 }
 

@@ -126,9 +126,10 @@ class Simulator {
   // scans it may also hold `stale_` jobs that left, until waiting() compacts it.
   mutable std::vector<int32_t> queue_;
   mutable size_t stale_ = 0;
-  WaitingIndex index_;             // the waiting jobs: in policy order for FCFS, SJF and F1
-  std::vector<Keyed> candidates_;  // an EASY scan's, kept to reuse its memory
-  std::vector<Running> running_;   // sorted by start + requested_time
+  std::optional<WaitingIndex> index_;    // FCFS, SJF and F1's, for picks and EASY scans
+  std::optional<WaitingGroups> groups_;  // WFP3, UNICEP and SJBF's, for picks and EASY scans
+  std::vector<Keyed> candidates_;        // an EASY scan's, kept to reuse its memory
+  std::vector<Running> running_;         // sorted by start + requested_time
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends_;
   std::vector<double> start_;
   // Per job: the score of policies that do not depend on time, UNICEP's divisor, WFP3's

@@ -1,7 +1,5 @@
-// The waiting jobs, ranked by a key that never changes (FCFS, SJF and F1's score; FCFS for
-// the other policies), indexed so that a pick and an EASY backfill scan cost O(log n) per job
-// they look at instead of a walk over the queue (issue 17). Jobs are grouped by size (procs);
-// within a size, a min-tree over the jobs in rank order holds each waiting job's request.
+// Indexes of the waiting jobs that let a pick and an EASY backfill scan cost O(log n) or
+// O(groups) per job they start instead of a walk over the queue (issue 17).
 #pragma once
 
 #include <algorithm>
@@ -9,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <tuple>
 #include <vector>
 
 namespace ddppo {
@@ -48,9 +47,10 @@ class MinTree {
   std::vector<double> tree_;
 };
 
+// The waiting jobs of an order whose keys never change (FCFS, SJF, F1), by size (procs);
+// within a size, a min-tree over the jobs in rank order holds each waiting job's request.
 class WaitingIndex {
  public:
-  WaitingIndex() = default;
   // Jobs begin .. end-1 ranked by (keys[j - begin], j); FCFS (rank = index) without keys.
   WaitingIndex(const int32_t* procs, size_t begin, size_t end, const double* keys)
       : begin_(begin),
@@ -95,24 +95,6 @@ class WaitingIndex {
     return r < by_rank_.size() ? by_rank_[r] : -1;
   }
 
-  // Calls visit(j) for every waiting job with procs <= free and either procs <= extra or
-  // now + estimate <= shadow: those an EASY scan may start, in no particular order.
-  template <typename Visit>
-  void each_candidate(int32_t free, int32_t extra, double now, double shadow, Visit visit) const {
-    for (const Class& c : classes_) {
-      if (c.procs > free) break;
-      auto each = [&](auto passes) {
-        for (size_t s = c.estimates.first_from(0, passes); s < c.jobs.size();
-             s = c.estimates.first_from(s + 1, passes))
-          visit(c.jobs[s]);
-      };
-      if (c.procs <= extra)
-        each([](double v) { return v < MinTree::kUnset; });
-      else
-        each([&](double v) { return now + v <= shadow; });
-    }
-  }
-
   // An EASY scan visits candidates in rank order: begin_scan(), then next() until it gives -1,
   // and passed(j) after each job it gives, started or not.
   void begin_scan() {
@@ -146,6 +128,75 @@ class WaitingIndex {
   std::vector<int32_t> by_rank_, rank_, class_, slot_;  // per rank; per job of the window
   MinTree waiting_;                                     // per rank: 0 while the job waits
   std::vector<Class> classes_;                          // by procs
+};
+
+// The waiting jobs in groups of equal (user, procs, request), the user only for SJBF: in a
+// group the scores of WFP3 and UNICEP only fall with the wait and SJBF's are equal, so
+// (score, index) order within it is index order, and so is the order of an EASY scan, where
+// they pass or fail alike. A pick or a scan need only look at the groups' oldest waiting
+// jobs, a few hundred where the queue holds tens of thousands.
+class WaitingGroups {
+ public:
+  // `user` null: all in one.
+  WaitingGroups(const int64_t* user, const int32_t* procs, const double* request, size_t begin,
+                size_t end)
+      : begin_(begin), group_(end - begin), waits_(end - begin) {
+    std::vector<int32_t> order(end - begin);
+    std::iota(order.begin(), order.end(), static_cast<int32_t>(begin));
+    auto key = [&](int32_t j) { return std::make_tuple(user ? user[j] : 0, procs[j], request[j]); };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return key(a) < key(b); });
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (i == 0 || key(order[i]) != key(order[i - 1])) groups_.emplace_back();
+      group_[order[i] - begin] = static_cast<int32_t>(groups_.size() - 1);
+      groups_.back().jobs.push_back(order[i]);
+    }
+  }
+  // Jobs are added in index order.
+  void add(int32_t j) {
+    waits_[j - begin_] = 1;
+    Group& g = groups_[group_[j - begin_]];
+    if (g.waiting++ == 0) {
+      g.live_at = live_.size();
+      live_.push_back(group_[j - begin_]);
+    }
+  }
+  void remove(int32_t j) {
+    if (!waits_[j - begin_]) return;
+    waits_[j - begin_] = 0;
+    Group& g = groups_[group_[j - begin_]];
+    if (--g.waiting > 0) return;
+    groups_[live_.back()].live_at = g.live_at;
+    live_[g.live_at] = live_.back();
+    live_.pop_back();
+  }
+  // Calls visit(j) for the oldest waiting job of every group that has one.
+  template <typename Visit>
+  void each_oldest(Visit visit) const {
+    for (int32_t id : live_) visit(oldest(groups_[id]));
+  }
+  // The oldest waiting job of j's group, -1 if none.
+  int32_t oldest_beside(int32_t j) const {
+    const Group& g = groups_[group_[j - begin_]];
+    return g.waiting > 0 ? oldest(g) : -1;
+  }
+
+ private:
+  struct Group {
+    std::vector<int32_t> jobs;  // in index order
+    mutable size_t first = 0;   // no job before it waits (none comes back)
+    int32_t waiting = 0;
+    size_t live_at = 0;  // its position in live_ while it has waiting jobs
+  };
+  int32_t oldest(const Group& g) const {
+    while (!waits_[g.jobs[g.first] - begin_]) ++g.first;
+    return g.jobs[g.first];
+  }
+  size_t begin_ = 0;
+  std::vector<int32_t> group_;  // per job of the window
+  std::vector<char> waits_;     // per job of the window
+  std::vector<Group> groups_;
+  std::vector<int32_t> live_;  // the groups with waiting jobs
 };
 
 }  // namespace ddppo
