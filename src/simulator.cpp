@@ -46,66 +46,96 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   }
   if (policy_ == Policy::kSjbf || estimate_ == Estimate::kPredicted)
     predictions_.emplace(w_, begin_, end_, estimate_ == Estimate::kPredicted);
+  if (static_order())
+    index_.emplace(w_.procs, begin_, end_, policy_ == Policy::kFcfs ? nullptr : cached_.data());
+  else
+    groups_.emplace(policy_ == Policy::kSjbf ? w_.user : nullptr, w_.procs, w_.requested_time,
+                    begin_, end_);
   now_ = begin_ < end_ ? w_.submit[begin_] : 0;
   settle();
 }
 
 const std::vector<double>& Simulator::run() {
-  while (!done_) pick(pick_heuristic());
+  while (!done_) {
+    const int32_t job = pick_heuristic();
+    ++stale_;  // its entry in queue_ goes at the next compaction
+    take(job);
+  }
   return start_;
 }
 
 void Simulator::pick(int32_t job) {
-  auto it = std::find(queue_.begin(), queue_.end(), job);
-  if (done_ || committed_ >= 0 || it == queue_.end())
+  const std::vector<int32_t>& queue = waiting();
+  auto it = std::find(queue.begin(), queue.end(), job);
+  if (done_ || committed_ >= 0 || it == queue.end())
     throw std::invalid_argument("job " + std::to_string(job) + " is not waiting");
-  pick_at(it - queue_.begin());
+  pick_at(it - queue.begin());
 }
 
 void Simulator::pick_at(size_t position) {
-  int32_t job = queue_[position];
+  int32_t job = waiting()[position];
   queue_.erase(queue_.begin() + position);
+  take(job);
+}
+
+void Simulator::take(int32_t job) {
   if (w_.procs[job] <= free_) {
     start(job);
   } else {
     committed_ = job;
+    if (index_) index_->remove(job);
+    if (groups_) groups_->remove(job);
     backfill_scan();
     advance();
   }
   settle();
 }
 
+const std::vector<int32_t>& Simulator::waiting() const {
+  if (stale_ > 0) {
+    queue_.erase(
+        std::remove_if(queue_.begin(), queue_.end(), [this](int32_t j) { return left(j); }),
+        queue_.end());
+    stale_ = 0;
+  }
+  return queue_;
+}
+
 // Lowest score, ties by (submit, id), which is index order.
 int32_t Simulator::pick_heuristic() const {
   switch (policy_) {
     case Policy::kFcfs:
-      return queue_.front();
+    case Policy::kSjf:
+    case Policy::kF1:
+      return index_->first();
     case Policy::kWfp3:
       return pick_wfp3();
     case Policy::kUnicep:
       return lowest([this](int32_t j) { return -(now_ - w_.submit[j]) / cached_[j - begin_]; });
-    case Policy::kSjbf:
-      return lowest([this](int32_t j) { return sjbf_score(j); });
     default:
-      return lowest([this](int32_t j) { return cached_[j - begin_]; });
+      return lowest([this](int32_t j) { return sjbf_score(j); });
   }
 }
 
 size_t Simulator::heuristic_position(size_t count) const {
+  const std::vector<int32_t>& queue = waiting();
   size_t best = 0;
   double best_score = std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < count; ++k)
-    if (double s = priority(queue_[k]); s < best_score) best_score = s, best = k;
+    if (double s = priority(queue[k]); s < best_score) best_score = s, best = k;
   return best;
 }
 
-// The waiting job with the lowest key; ties go to the first in queue order.
+// The waiting job with the lowest key, a score that orders each group as index order;
+// ties go to the first in queue order.
 template <typename Key>
 int32_t Simulator::lowest(Key key) const {
-  int32_t best = queue_.front();
+  int32_t best = -1;
   double best_key = std::numeric_limits<double>::infinity();
-  for (int32_t j : queue_)
-    if (double k = key(j); k < best_key) best_key = k, best = j;
+  groups_->each_oldest([&](int32_t j) {
+    const double k = key(j);
+    if (best < 0 || k < best_key || (k == best_key && j < best)) best_key = k, best = j;
+  });
   return best;
 }
 
@@ -113,6 +143,8 @@ void Simulator::start(int32_t job) {
   start_[job - begin_] = now_;
   ++started_;
   waiting_count_add(w_.procs[job], -1);
+  if (index_) index_->remove(job);
+  if (groups_) groups_->remove(job);
   if (predictions_) predictions_->start(job, now_);
   // A job of runtime 0 ends as it starts: its procs are never held (docs/simulation.md).
   if (w_.runtime[job] == 0) return;
@@ -136,7 +168,7 @@ void Simulator::settle() {
       start(committed_);
       committed_ = -1;
     }
-    if (!queue_.empty()) return;
+    if (queue_.size() > stale_) return;
     if (next_arrival_ == end_) {
       done_ = true;
       return;
@@ -165,8 +197,11 @@ void Simulator::wait() {
 // Every arrival and completion at or before now, before any pick or scan.
 void Simulator::apply_events() {
   for (; next_arrival_ < end_ && w_.submit[next_arrival_] <= now_; ++next_arrival_) {
-    queue_.push_back(static_cast<int32_t>(next_arrival_));
-    waiting_count_add(w_.procs[next_arrival_], 1);
+    const int32_t j = static_cast<int32_t>(next_arrival_);
+    queue_.push_back(j);
+    waiting_count_add(w_.procs[j], 1);
+    if (index_) index_->add(j, w_.requested_time[j]);
+    if (groups_) groups_->add(j);
   }
   if (predictions_) predictions_->advance(now_);
   while (!ends_.empty() && ends_.top().first <= now_) {
@@ -197,10 +232,9 @@ void Simulator::backfill_scan() {
     easy_scan();
   else
     conservative_scan();
-  if (started_ == started_before) return;
-  queue_.erase(std::remove_if(queue_.begin(), queue_.end(),
-                              [this](int32_t j) { return !std::isnan(start_[j - begin_]); }),
-               queue_.end());
+  stale_ += started_ - started_before;
+  // Compacting queue_ takes a walk over it: once an eighth of it is stale (O(1) a job).
+  if (8 * stale_ > queue_.size()) waiting();
 }
 
 // The policy's sort key at now; ties go by (submit, id), which is index order.
@@ -224,13 +258,21 @@ void Simulator::settle(std::vector<Keyed>::iterator first,
   std::sort(first, last);
 }
 
+// Whether keyed job a comes before b in policy order: by the score where the keys are close.
+bool Simulator::before(const Keyed& a, const Keyed& b) const {
+  if (close_keys(a.first, b.first))
+    return std::make_pair(priority(a.second), a.second) <
+           std::make_pair(priority(b.second), b.second);
+  return a < b;
+}
+
 Simulator::Keyed Simulator::keyed(int32_t job) const {
   return {policy_ == Policy::kWfp3 ? -wfp3_product(job) : priority(job), job};
 }
 
 int32_t Simulator::pick_wfp3() const {
   double most = 0;
-  for (int32_t j : queue_) most = std::max(most, wfp3_product(j));
+  groups_->each_oldest([&](int32_t j) { most = std::max(most, wfp3_product(j)); });
   const double near = most * (1 - 1e-9);
   return lowest([&](int32_t j) {
     return wfp3_product(j) >= near ? priority(j) : std::numeric_limits<double>::infinity();
@@ -250,7 +292,6 @@ void Simulator::settle_runs(std::vector<Keyed>& keys) const {
 
 // Waiting jobs (given in queue order) into policy order at now.
 void Simulator::sort_by_policy(std::vector<int32_t>& jobs) const {
-  if (policy_ == Policy::kFcfs) return;  // queue order already
   std::vector<Keyed> keys;
   keys.reserve(jobs.size());
   for (int32_t j : jobs) keys.push_back(keyed(j));
@@ -288,7 +329,7 @@ void Simulator::rerank() {
   for (const Keyed& k : ranked_)
     if (k.second != committed_ && std::isnan(start_[k.second - begin_])) ranked_[kept++] = k;
   ranked_.resize(kept);
-  for (int32_t j : queue_)
+  for (int32_t j : waiting())
     if (!listed_[j - begin_]) listed_[j - begin_] = 1, ranked_.emplace_back(0, j);
   for (Keyed& k : ranked_) k = keyed(k.second);
   if (!insertion_sort(ranked_.begin(), ranked_.end(), 4 * ranked_.size() + 64))
@@ -303,7 +344,7 @@ size_t Simulator::rank_hopeful() {
   // can_start_now() for every waiting job, from the profile's lows.
   profile_.lows(lows_);
   bool any = false;
-  for (int32_t j : queue_) {
+  for (int32_t j : waiting()) {
     const int32_t procs = w_.procs[j];
     const double until = now_ + estimate(j);
     bool fits = procs <= free_ && procs <= lows_[0].free;
@@ -314,60 +355,13 @@ size_t Simulator::rank_hopeful() {
   if (!any) return 0;
   if (policy_ == Policy::kFcfs) {  // queue order
     ranked_.clear();
-    for (int32_t j : queue_) ranked_.emplace_back(0, j);
+    for (int32_t j : waiting()) ranked_.emplace_back(0, j);
   } else {
     rerank();
   }
   size_t through = ranked_.size();
   while (!hopeful_[ranked_[through - 1].second - begin_]) --through;
   return through;
-}
-
-// EASY (Lifka 1995): the shadow time S is when the committed job H would fit if running
-// jobs ended at their estimates; `extra` procs are free at S beyond what H needs.
-void Simulator::easy_scan() {
-  const std::vector<Running>& ends = estimated_ends();
-  const int32_t need = w_.procs[committed_];
-  int32_t avail = free_;
-  double shadow = now_;
-  size_t k = 0;
-  while (avail < need) {
-    shadow = std::max(ends[k].estimated_end, now_);
-    avail += w_.procs[ends[k++].job];
-  }
-  for (; k < ends.size() && std::max(ends[k].estimated_end, now_) == shadow; ++k)
-    avail += w_.procs[ends[k].job];
-  int32_t extra = avail - need;
-  // J may start if it fits now and ends by the shadow time or fits in the extra procs.
-  auto admit = [&](int32_t j) {
-    if (now_ + estimate(j) <= shadow) return true;
-    if (w_.procs[j] > extra) return false;
-    extra -= w_.procs[j];
-    return true;
-  };
-  if (policy_ != Policy::kFcfs) {
-    // Free procs only fall during a scan: only the jobs that fit now matter.
-    std::vector<int32_t> order;
-    for (int32_t j : queue_)
-      if (w_.procs[j] <= free_) order.push_back(j);
-    sort_by_policy(order);
-    for (int32_t j : order)
-      if (w_.procs[j] <= free_ && admit(j)) start(j);
-    return;
-  }
-  // FCFS order is queue order: scan the queue itself, and stop once no job left in it can
-  // fit (`fitting` never undercounts the unvisited jobs that need at most free procs).
-  int32_t fitting = waiting_fitting();
-  for (size_t i = 0; i < queue_.size() && fitting > 0; ++i) {
-    int32_t j = queue_[i];
-    if (w_.procs[j] > free_) continue;
-    if (admit(j)) {
-      start(j);
-      fitting = waiting_fitting();
-    } else {
-      --fitting;
-    }
-  }
 }
 
 // Conservative backfilling: each job ahead in priority order holds a reservation on the

@@ -15,6 +15,7 @@
 #include "policy.hpp"
 #include "predictions.hpp"
 #include "profile.hpp"
+#include "waiting_index.hpp"
 #include "workload.hpp"
 
 namespace ddppo {
@@ -34,7 +35,7 @@ class Simulator {
   bool done() const { return done_; }
   double now() const { return now_; }
   int32_t free_procs() const { return free_; }
-  const std::vector<int32_t>& waiting() const { return queue_; }
+  const std::vector<int32_t>& waiting() const;
   void pick(int32_t job);
   const std::vector<double>& start_times() const { return start_; }
 
@@ -56,6 +57,10 @@ class Simulator {
  private:
   using Completion = std::pair<double, int32_t>;  // (end, job), min-heap
 
+  // The picked job, out of the queue, starts or is committed.
+  void take(int32_t job);
+  // Whether a job of queue_ has left the queue (stale until waiting() compacts it).
+  bool left(int32_t job) const { return job == committed_ || !std::isnan(start_[job - begin_]); }
   int32_t pick_heuristic() const;
   int32_t pick_wfp3() const;
   template <typename Key>
@@ -73,10 +78,22 @@ class Simulator {
   void settle();
   void backfill_scan();
   void easy_scan();
+  struct Shadow {
+    double time;    // S
+    int32_t extra;  // procs free at S beyond the committed job's
+  };
+  bool admit(int32_t job, Shadow& s) const;
+  void scan_in_rank_order(Shadow& s);
+  void scan_candidates(Shadow& s);
+  void scan_queue(Shadow& s);
+  bool static_order() const {
+    return policy_ == Policy::kFcfs || policy_ == Policy::kSjf || policy_ == Policy::kF1;
+  }
   void conservative_scan();
   double priority(int32_t job) const;
   using Keyed = std::pair<double, int32_t>;  // (rank key, job)
   Keyed keyed(int32_t job) const;
+  bool before(const Keyed& a, const Keyed& b) const;
   bool close_keys(double x, double y) const {
     return policy_ == Policy::kWfp3 &&
            std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
@@ -112,8 +129,14 @@ class Simulator {
   int32_t committed_ = -1;
   bool done_ = false;
   size_t started_ = 0;
-  std::vector<int32_t> queue_;    // waiting jobs in (submit, id) order, without the committed one
-  std::vector<Running> running_;  // sorted by start + requested_time
+  // Waiting jobs in (submit, id) order, without the committed one; after a run's picks and
+  // scans it may also hold `stale_` jobs that left, until waiting() compacts it.
+  mutable std::vector<int32_t> queue_;
+  mutable size_t stale_ = 0;
+  std::optional<WaitingIndex> index_;    // FCFS, SJF and F1's, for picks and EASY scans
+  std::optional<WaitingGroups> groups_;  // WFP3, UNICEP and SJBF's, for picks and EASY scans
+  std::vector<Keyed> candidates_;        // an EASY scan's, kept to reuse its memory
+  std::vector<Running> running_;         // sorted by start + requested_time
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends_;
   std::vector<double> start_;
   // Per job: the score of policies that do not depend on time, UNICEP's divisor, WFP3's

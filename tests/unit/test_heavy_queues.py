@@ -1,0 +1,55 @@
+"""The C++ simulator against the pure-Python reference under heavy load: small machines, many
+jobs arriving nearly together, so queues grow long and every backfill scan has many jobs to
+pass over (the indexed scans of issue 17 must start exactly the jobs the plain scan does)."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference_sim import ESTIMATES, POLICIES, Job, simulate
+from simhelpers import trace_of
+
+from ddppo_hpc.sim import simulate as simulate_cpp
+
+
+@st.composite
+def heavy_workloads(draw, max_jobs: int):
+    """Up to `max_jobs` jobs on 1 to 12 procs, submitted at most 3 s apart (often together),
+    with few distinct sizes and requests so that many jobs tie on size, request and score."""
+    machine = draw(st.integers(1, 12))
+    n = draw(st.integers(max_jobs // 2, max_jobs))
+    sizes = draw(st.lists(st.integers(1, machine), min_size=1, max_size=4))
+    jobs, submit = [], 0
+    for i in range(n):
+        submit += draw(st.sampled_from([0, 0, 0, 0, 1, 3]))
+        runtime = draw(st.sampled_from([0, 1, 2, 5, 10, 40, 100]))
+        requested = draw(st.sampled_from([runtime, runtime, 0, 2, 10, 30, 300]))
+        requested = requested if requested > 0 else runtime
+        procs = draw(st.sampled_from(sizes))
+        user = draw(st.integers(-1, 3))
+        jobs.append(Job(i + 1, float(submit), float(runtime), procs, float(requested), user))
+    return jobs, machine
+
+
+def check(jobs, machine, policy, backfill, estimate):
+    trace = trace_of(jobs, machine)
+    result = simulate_cpp(trace, policy, backfill, estimate=estimate)
+    expected = simulate(jobs, machine, policy, backfill, estimate=estimate)
+    assert dict(zip(trace.id.tolist(), result.start_time.tolist())) == expected
+
+
+@pytest.mark.parametrize("estimate", ESTIMATES)
+@pytest.mark.parametrize("backfill", ("none", "easy"))
+@pytest.mark.parametrize("policy", POLICIES)
+@settings(max_examples=25, deadline=None)
+@given(workload=heavy_workloads(max_jobs=160))
+def test_long_queues_equal_reference(policy, backfill, estimate, workload):
+    check(*workload, policy, backfill, estimate)
+
+
+@pytest.mark.parametrize("estimate", ESTIMATES)
+@pytest.mark.parametrize("policy", POLICIES)
+@settings(max_examples=15, deadline=None)
+@given(workload=heavy_workloads(max_jobs=60))
+def test_long_queues_equal_reference_conservative(policy, estimate, workload):
+    """Fewer jobs: the reference re-plans every reservation at every scan."""
+    check(*workload, policy, "conservative", estimate)
