@@ -3,8 +3,8 @@ with a table of means and, with --out, every job's schedule in an HDF5 results f
 (schema: docs/results.md).
 
     python -m ddppo_hpc.evaluate --checkpoint runs/demo
-    python -m ddppo_hpc.evaluate --checkpoint runs/lublin256 --trace lublin_256.swf.gz \\
-        --backfill none,easy --out results.h5
+    python -m ddppo_hpc.evaluate --checkpoint runs/lublin256 \\
+        --trace ../shared/traces/lublin_256.swf.gz --backfill none,easy --out results.h5
     mpirun -n 4 python -m ddppo_hpc.evaluate --trace lanl/ --windows 64 --jobs 4096 --out r.h5
 
 The trained policy ("ddppo") acts greedily (its most probable visible job). Without
