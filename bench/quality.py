@@ -139,7 +139,7 @@ def scored_windows(trace, fractions, windows: int, jobs: int) -> tuple[list, dic
     if stop - first <= jobs:
         spec = {"kind": "full", "jobs": stop - first, "start": first}
     else:
-        spec = {"kind": "rlscheduler", "windows": len(spans), "jobs": jobs, "start": first}
+        spec = {"kind": "consecutive", "windows": len(spans), "jobs": jobs, "start": first}
     return spans, spec, part
 
 

@@ -128,9 +128,11 @@ def scored(results: Results) -> str:
         split["fractions"],
     )
     spec = json.loads(a["window_spec"])
-    how = {"rlscheduler": "RLScheduler protocol", "full": "the whole part"}.get(
-        spec["kind"], f"{spec.get('windows')} of {spec.get('jobs')} jobs at random starts"
-    )
+    how = {
+        "rlscheduler": "RLScheduler protocol",
+        "full": "the whole part",
+        "consecutive": f"{spec.get('windows')} consecutive of {spec.get('jobs')} jobs",
+    }.get(spec["kind"], f"{spec.get('windows')} of {spec.get('jobs')} jobs at random starts")
     return f"Scored: `{Path(a['trace']).name}`, {where}; windows: {how}."
 
 

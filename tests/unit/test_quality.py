@@ -67,7 +67,7 @@ def test_windows_lie_in_the_test_part_and_a_short_part_is_one_whole_window():
     trace = generate(1000, machine_procs=64, seed=1)
     spans, spec, part = quality.scored_windows(trace, (0.7, 0.1, 0.2), 3, 80)
     assert spans == [(800, 80), (880, 80), (960, 40)]
-    assert spec == {"kind": "rlscheduler", "windows": 3, "jobs": 80, "start": 800}
+    assert spec == {"kind": "consecutive", "windows": 3, "jobs": 80, "start": 800}
     assert (part["first_job"], part["stop_job"], part["trace_jobs"]) == (800, 1000, 1000)
     spans, spec, _ = quality.scored_windows(trace, (0.7, 0.1, 0.2), 20, 1024)
     assert spans == [(800, 200)] and spec == {"kind": "full", "jobs": 200, "start": 800}
@@ -106,7 +106,7 @@ def test_every_load_writes_a_results_file_that_analyze_reads(traces, tmp_path, c
     for load, factor in (("native", 1.0), ("x0.7", 0.7)):
         results = read_results(out / f"HPC2N-{load}.h5")
         spec = json.loads(results.attrs["window_spec"])
-        assert spec == {"kind": "rlscheduler", "windows": 2, "jobs": 50, "start": 480} | {
+        assert spec == {"kind": "consecutive", "windows": 2, "jobs": 50, "start": 480} | {
             "load_factor": factor
         }
         assert json.loads(results.attrs["split"])["first_job"] == 480
