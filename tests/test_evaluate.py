@@ -257,7 +257,8 @@ def without_first(weights: dict) -> None:
          "is [32, 16] in the weights, [64, 16] in the policy"),
         (lambda c: without_first(c["model"]), "hidden 32): no encode.0.weight in the weights"),
         (lambda c: c["model"].update(extra=torch.zeros(1)), "extra in the weights is not in the"),
-        (lambda c: c["config"]["policy"].update(hidden="wide"), "'policy.hidden' must be int"),
+        (lambda c: c["config"]["policy"].update(hidden="wide"), "pt: 'policy.hidden' must be int"),
+        (lambda c: c["config"]["ppo"].update(lr=-1.0), "pt: 'ppo.lr' must be positive"),
     ],
 )  # fmt: skip
 def test_a_checkpoint_whose_config_and_weights_disagree_is_one_line(

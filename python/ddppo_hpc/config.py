@@ -335,10 +335,11 @@ def apply_overrides(config: TrainConfig, overrides: list[str]) -> TrainConfig:
     return config
 
 
-def from_dict(document: dict, overrides: list[str] = ()) -> TrainConfig:
-    """The configuration saved in a checkpoint, with overrides (e.g. more updates)."""
+def from_dict(document: dict, overrides: list[str] = (), where: str = "checkpoint") -> TrainConfig:
+    """The configuration saved in a checkpoint, with overrides (e.g. more updates); errors in
+    the saved keys name `where`."""
     config = TrainConfig()
-    _set_sections(config, document, "checkpoint")
+    _set_sections(config, document, where)
     return apply_overrides(config, overrides)
 
 

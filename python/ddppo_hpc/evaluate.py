@@ -157,10 +157,12 @@ def run_config(loaded: tuple[dict, Path] | None) -> TrainConfig:
     naming the checkpoint when its config is not valid."""
     if loaded is None:
         return TrainConfig()
+    file = str(loaded[1])
     try:
-        return from_dict(loaded[0]["config"])
-    except ConfigError as e:
-        raise ConfigError(f"{loaded[1]}: {e}") from None
+        return from_dict(loaded[0]["config"], where=file)
+    except ConfigError as e:  # a value the checks refuse names its key, not the file
+        named = str(e).startswith(f"{file}: ")
+        raise ConfigError(str(e) if named else f"{file}: {e}") from None
 
 
 def trained_policy(loaded: tuple[dict, Path], config: TrainConfig, *features: int):
