@@ -29,6 +29,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ddppo_hpc.args import run
 from ddppo_hpc.data.split import describe
 from ddppo_hpc.io import atomic_write, output_errors, reason
 from ddppo_hpc.results import (
@@ -450,4 +451,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run(main)

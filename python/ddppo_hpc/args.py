@@ -1,11 +1,15 @@
 """Argument types shared by the command lines: a bad value is refused while parsing, with
 argparse's one line (`prog: error: argument --procs: ...`) and exit code 2, before it can
-overflow a C++ integer or fail deep inside a run."""
+overflow a C++ integer or fail deep inside a run; and how every command line is run."""
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 INT32_MAX = 2**31 - 1  # job sizes, machine sizes and counts are 32-bit in the simulator
 SEED_MAX = 2**63 - 1
@@ -54,3 +58,16 @@ def names(choices: tuple[str, ...]):
         return list(dict.fromkeys(chosen))
 
     return parse
+
+
+def run(main: Callable[[], int]) -> NoReturn:
+    """Exits with `main()`'s code. A reader that stops early (`| head`) closes the pipe: the
+    command then ends quietly with 141 (128 + SIGPIPE, as a shell reports a command killed
+    by it), never with a traceback."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
+        code = 141
+    raise SystemExit(code)

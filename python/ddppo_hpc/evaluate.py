@@ -37,7 +37,7 @@ import torch
 from mpi4py import MPI
 
 import ddppo_hpc
-from ddppo_hpc.args import SEED_MAX, bounded_int, names
+from ddppo_hpc.args import SEED_MAX, bounded_int, names, run
 from ddppo_hpc.config import ConfigError, EnvConfig, TrainConfig, from_dict
 from ddppo_hpc.data.source import source_path, whole_trace
 from ddppo_hpc.data.split import PARTS, describe, part_range
@@ -478,4 +478,4 @@ def main(argv: list[str] | None = None, comm: MPI.Comm | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run(main)

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from mpi4py import MPI
 
+from ddppo_hpc.args import run
 from ddppo_hpc.config import TrainConfig, load_config, resume_config
 from ddppo_hpc.data.source import part_trace, rank_train_trace
 from ddppo_hpc.dist import context, control, sync
@@ -380,4 +381,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run(main)

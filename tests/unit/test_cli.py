@@ -2,6 +2,7 @@
 
 import csv
 import json
+import os
 import subprocess
 import sys
 
@@ -120,3 +121,16 @@ def test_machine_smaller_than_every_job(tmp_path):
     out = run("--trace", swf(tmp_path, [(1, 0, 5, 2, 5, 1), (2, 0, 5, 3, 5, 1)]), "--procs", 1)
     assert out.returncode == 2
     assert "2 larger than the machine (1 procs; the smallest needs 2)" in out.stderr
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path):
+    # `sim ... | head -1`: the reader has closed the pipe when the table is printed.
+    r, w = os.pipe()
+    os.close(r)
+    out = subprocess.run(
+        [sys.executable, "-m", "ddppo_hpc.sim", "--trace", str(swf(tmp_path, JOBS)),
+         "--policy", "all", "--backfill", "all"],
+        stdout=w, stderr=subprocess.PIPE, text=True, timeout=120,
+    )  # fmt: skip
+    os.close(w)
+    assert out.returncode == 141 and out.stderr == ""

@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ddppo_hpc.args import SEED_MAX, bounded_int
+from ddppo_hpc.args import SEED_MAX, bounded_int, run
 from ddppo_hpc.data.trace import Trace, clean
 from ddppo_hpc.io import atomic_write
 
@@ -348,4 +348,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run(main)

@@ -1,3 +1,4 @@
+from ddppo_hpc.args import run
 from ddppo_hpc.gpu.cli import main
 
-raise SystemExit(main())
+run(main)
