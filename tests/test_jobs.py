@@ -89,6 +89,22 @@ def test_slurm_template_requeues_after_usr1_and_resumes(tmp_path):
     assert (tmp_path / "bin" / "scontrol.log").read_text() == "requeue 4242\n"  # once
 
 
+def test_a_requeued_slurm_job_without_a_checkpoint_starts_over(tmp_path):
+    overrides = " ".join([*OVERRIDES, "ppo.updates=2"])
+    env = cluster(tmp_path, SLURM_SUBMIT_DIR=str(ROOT), SLURM_JOB_ID="7", OVERRIDES=overrides)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "metrics.h5").write_text("left by a start that died before its checkpoint")
+    first = subprocess.run(["bash", ROOT / "jobs/slurm/train.sbatch"], env=env,
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert first.returncode != 0 and "holds a run (metrics.h5)" in first.stderr  # a new job
+    restarted = subprocess.run(["bash", ROOT / "jobs/slurm/train.sbatch"],
+                               env={**env, "SLURM_RESTART_COUNT": "1"},
+                               capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert restarted.returncode == 0, restarted.stderr
+    assert "starting over" in restarted.stdout and checkpoint(run_dir)["update"] == 2
+
+
 def test_pbs_template_resumes_after_usr1(tmp_path):
     nodefile = tmp_path / "nodefile"
     nodefile.write_text("node1\nnode1\n")
