@@ -98,7 +98,7 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
                      int32_t groups, int32_t machine_procs, size_t window_jobs, size_t max_queue,
                      const std::string& policy, const std::string& backfill,
                      const std::string& reward, const std::string& baseline, bool dense, bool wait,
-                     const std::vector<uint64_t>& seeds) {
+                     bool history, const std::vector<uint64_t>& seeds) {
   ddppo::Workload w = workload(id, submit, runtime, requested_time, procs, user);
   if (user_index.shape(0) != w.size || group_index.shape(0) != w.size)
     throw std::invalid_argument("user and group indices differ in length from the jobs");
@@ -112,7 +112,8 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
       ddppo::parse_reward(reward),
       baseline == "none" ? std::nullopt : std::optional(ddppo::parse_policy(baseline)),
       dense,
-      wait};
+      wait,
+      history};
   std::vector<nb::object> keep;
   for (nb::handle h :
        {nb::cast(id), nb::cast(submit), nb::cast(runtime), nb::cast(requested_time),
@@ -121,14 +122,14 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
   return new PyBatchEnv{std::move(keep), ddppo::BatchEnv(w, accounts, config, seeds), {}, {}};
 }
 
-void set_outputs(PyBatchEnv& e, Out<float, -1, -1, ddppo::kJobFeatures> jobs,
-                 Out<float, -1, ddppo::kClusterFeatures> cluster, Out<uint8_t, -1, -1> mask,
-                 Out<float, -1> reward, Out<uint8_t, -1> done, Out<int64_t, -1> episode_start,
-                 Out<double, -1, 4> episode_metrics) {
+void set_outputs(PyBatchEnv& e, Out<float, -1, -1, -1> jobs, Out<float, -1, -1> cluster,
+                 Out<uint8_t, -1, -1> mask, Out<float, -1> reward, Out<uint8_t, -1> done,
+                 Out<int64_t, -1> episode_start, Out<double, -1, 4> episode_metrics) {
   size_t b = e.env.size();
   if (jobs.shape(0) != b || cluster.shape(0) != b || mask.shape(0) != b || reward.shape(0) != b ||
       done.shape(0) != b || episode_start.shape(0) != b || episode_metrics.shape(0) != b ||
-      jobs.shape(1) != e.env.slots() || mask.shape(1) != e.env.slots())
+      jobs.shape(1) != e.env.slots() || mask.shape(1) != e.env.slots() ||
+      jobs.shape(2) != e.env.job_features() || cluster.shape(1) != e.env.cluster_features())
     throw std::invalid_argument("output arrays do not match the batch");
   e.outputs = {jobs.data(), cluster.data(),       mask.data(),           reward.data(),
                done.data(), episode_start.data(), episode_metrics.data()};
@@ -155,13 +156,17 @@ NB_MODULE(_core, m) {
         "Simulates jobs [begin, end) with a heuristic; returns (start times, metrics).");
   m.attr("JOB_FEATURES") = ddppo::kJobFeatures;
   m.attr("CLUSTER_FEATURES") = ddppo::kClusterFeatures;
+  m.attr("HISTORY_JOB_FEATURES") = ddppo::kHistoryJobFeatures;
+  m.attr("HISTORY_CLUSTER_FEATURES") = ddppo::kHistoryClusterFeatures;
   nb::class_<PyBatchEnv>(m, "BatchEnv")
       .def(nb::new_(&make_env), "id"_a, "submit"_a, "runtime"_a, "requested_time"_a, "procs"_a,
            "user"_a, "user_index"_a, "users"_a, "group_index"_a, "groups"_a, "machine_procs"_a,
            "window_jobs"_a, "max_queue"_a, "policy"_a, "backfill"_a, "reward"_a, "baseline"_a,
-           "dense"_a, "wait"_a, "seeds"_a)
+           "dense"_a, "wait"_a, "history"_a, "seeds"_a)
       .def("__len__", [](const PyBatchEnv& e) { return e.env.size(); })
       .def_prop_ro("slots", [](const PyBatchEnv& e) { return e.env.slots(); })
+      .def_prop_ro("job_features", [](const PyBatchEnv& e) { return e.env.job_features(); })
+      .def_prop_ro("cluster_features", [](const PyBatchEnv& e) { return e.env.cluster_features(); })
       .def("set_outputs", &set_outputs, "jobs"_a, "cluster"_a, "mask"_a, "reward"_a, "done"_a,
            "episode_start"_a, "episode_metrics"_a,
            "The arrays that reset(), step() and observe() write (kept alive by the env).")

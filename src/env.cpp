@@ -47,6 +47,7 @@ void BatchEnv::start_window(Env& e, size_t begin) {
   e.paid = 0;
   e.sim.emplace(w_, begin, begin + config_.window_jobs, config_.machine_procs, config_.policy,
                 config_.backfill);
+  if (config_.history) start_history(e);
   if (config_.baseline) {
     Simulator heuristic(w_, begin, begin + config_.window_jobs, config_.machine_procs,
                         *config_.baseline, config_.backfill);
@@ -92,10 +93,16 @@ void BatchEnv::step(const int32_t* actions, Outputs out) {
 }
 
 void BatchEnv::act(Env& e, int32_t action) {
-  if (config_.wait && action == static_cast<int32_t>(config_.max_queue) && e.sim->can_wait())
-    return e.sim->wait();
+  if (config_.wait && action == static_cast<int32_t>(config_.max_queue) && e.sim->can_wait()) {
+    e.sim->wait();
+    if (config_.history) track(e, -1);
+    return;
+  }
   size_t visible = std::min(config_.max_queue, e.sim->waiting().size());
-  e.sim->pick_at(action >= 0 && static_cast<size_t>(action) < visible ? action : 0);
+  size_t position = action >= 0 && static_cast<size_t>(action) < visible ? action : 0;
+  int32_t picked = e.sim->waiting()[position];
+  e.sim->pick_at(position);
+  if (config_.history) track(e, picked);
 }
 
 void BatchEnv::restore(size_t i, uint64_t episode, const std::vector<int32_t>& actions) {
@@ -162,11 +169,11 @@ double BatchEnv::reward_of(const Metrics& m) const {
 
 void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   const Simulator& s = *e.sim;
-  const size_t K = config_.max_queue, S = slots();
+  const size_t K = config_.max_queue, S = slots(), F = job_features();
   const double machine = config_.machine_procs, now = s.now();
-  float* jobs = out.jobs + i * S * kJobFeatures;
+  float* jobs = out.jobs + i * S * F;
   uint8_t* mask = out.mask + i * S;
-  std::memset(jobs, 0, S * kJobFeatures * sizeof(float));
+  std::memset(jobs, 0, S * F * sizeof(float));
   std::memset(mask, 0, S);
   const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(K, queue.size());
@@ -181,7 +188,7 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   for (size_t k = 0; k < visible; ++k) {
     int32_t j = queue[k];
     int32_t u = accounts_.user[j];
-    float* f = jobs + k * kJobFeatures;
+    float* f = jobs + k * F;
     f[0] = static_cast<float>(std::min((now - w_.submit[j]) / kTimeScale, 1.0));
     f[1] = static_cast<float>(std::min(w_.requested_time[j] / kTimeScale, 1.0));
     f[2] = static_cast<float>(w_.procs[j] / machine);
@@ -206,14 +213,15 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     e.ranked.emplace_back(score(Policy::kF1, w_, queue[k], now), k);
   std::sort(e.ranked.begin(), e.ranked.end());
   for (size_t r = 0; r < visible; ++r)
-    jobs[e.ranked[r].second * kJobFeatures + 12] = static_cast<float>(r) / static_cast<float>(K);
+    jobs[e.ranked[r].second * F + 12] = static_cast<float>(r) / static_cast<float>(K);
   for (const auto& r : s.running()) e.running_procs[accounts_.user[r.job]] = 0;
   for (size_t k = 0; k < visible; ++k) e.queued_work[accounts_.user[queue[k]]] = 0;
-  float* c = out.cluster + i * kClusterFeatures;
+  float* c = out.cluster + i * cluster_features();
   c[0] = static_cast<float>(s.free_procs() / machine);
   c[1] = static_cast<float>(std::min(remaining / (machine * kTimeScale), 1.0));
   c[2] = static_cast<float>(std::min(static_cast<double>(queue.size()) / K, 1.0));
-  if (config_.wait) observe_wait(e, jobs + K * kJobFeatures, mask + K);
+  if (config_.wait) observe_wait(e, jobs + K * F, mask + K);
+  if (config_.history) observe_history(e, jobs, c);
 }
 
 // The wait slot shows what waiting costs (the time to the next event, which every waiting
@@ -230,6 +238,128 @@ void BatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
   f[2] = static_cast<float>(freed / static_cast<double>(config_.machine_procs));
   f[8] = -1.0f;
   f[10] = static_cast<float>(std::min(std::log10(1.0 + gap) / kLogDecades, 1.0));
+}
+
+void BatchEnv::start_history(Env& e) {
+  History& h = e.history;
+  const size_t end = e.begin + config_.window_jobs;
+  h.predictions.emplace(w_, e.begin, end, false);
+  h.arrived = e.begin;
+  h.shown.clear();
+  h.running.assign(accounts_.users, 0);
+  h.waiting.assign(accounts_.users, 0);
+  h.ends = {};
+  h.work = 0;
+  h.sizes = {};
+  track(e, -1);
+}
+
+size_t BatchEnv::size_class(int32_t job) const {
+  const int64_t n = w_.procs[job], machine = config_.machine_procs;
+  return n * 8 <= machine ? 0 : n * 4 <= machine ? 1 : n * 2 <= machine ? 2 : 3;
+}
+
+// Job `job` joins (sign 1) or leaves (sign -1) the waiting jobs' sums.
+void BatchEnv::queue_job(History& h, int32_t job, int32_t sign) const {
+  h.waiting[accounts_.user[job]] += sign;
+  h.work += sign * w_.procs[job] * w_.requested_time[job];
+  h.sizes[size_class(job)] += sign;
+}
+
+void BatchEnv::record_start(History& h, int32_t job, double start) const {
+  h.predictions->start(job, start);
+  if (w_.runtime[job] == 0) return;  // it ended as it started: never running
+  ++h.running[accounts_.user[job]];
+  h.ends.emplace(start + w_.runtime[job], job);
+}
+
+// Brings the history up to the simulator's decision after a step that picked `picked` (-1:
+// a wait, or the window's start). The jobs that started since the last call are among the
+// waiting jobs then (`shown`) and the arrivals since: the picked one, and when more started
+// (backfilling), a scan of `shown`, the only cost that grows with the queue.
+void BatchEnv::track(Env& e, int32_t picked) {
+  const Simulator& s = *e.sim;
+  if (s.done()) return;
+  History& h = e.history;
+  const double now = s.now();
+  const std::vector<double>& start = s.start_times();
+  auto started = [&](int32_t j) { return !std::isnan(start[j - e.begin]); };
+  const std::vector<int32_t>& queue = s.waiting();
+  // Waiting now: shown - (started of shown) + (arrivals not started).
+  int64_t left = static_cast<int64_t>(h.shown.size()) - static_cast<int64_t>(queue.size());
+  for (const size_t end = e.begin + config_.window_jobs;
+       h.arrived < end && w_.submit[h.arrived] <= now; ++h.arrived) {
+    const int32_t j = static_cast<int32_t>(h.arrived);
+    if (started(j))
+      record_start(h, j, start[j - e.begin]);
+    else
+      queue_job(h, j, 1), ++left;
+  }
+  auto leave = [&](int32_t j) {
+    queue_job(h, j, -1);
+    record_start(h, j, start[j - e.begin]);
+    --left;
+  };
+  if (picked >= 0 && left > 0 && started(picked)) leave(picked);
+  for (size_t k = 0; left > 0 && k < h.shown.size(); ++k)
+    if (h.shown[k] != picked && started(h.shown[k])) leave(h.shown[k]);
+  // Completions: every job that ended by now (a job that ends at now counts), then the
+  // runtime-0 ones that started before now.
+  while (!h.ends.empty() && h.ends.top().first <= now) {
+    const auto [end, j] = h.ends.top();
+    h.ends.pop();
+    --h.running[accounts_.user[j]];
+    h.predictions->end(j, start[j - e.begin], end);
+  }
+  h.predictions->advance(now);
+  h.shown.assign(queue.begin(), queue.end());
+}
+
+// Features 13 to 19 of the visible jobs and cluster features 3 to 8 (docs/environment.md,
+// "History"): EASY++ and the user's history per job, the queue past slot K.
+void BatchEnv::observe_history(const Env& e, float* jobs, float* cluster) const {
+  const History& h = e.history;
+  const Simulator& s = *e.sim;
+  const size_t K = config_.max_queue, F = job_features();
+  const std::vector<int32_t>& queue = s.waiting();
+  const size_t visible = std::min(K, queue.size());
+  const UserHistory& users = h.predictions->history();
+  auto ratio = [&](int32_t j, double runtime) {
+    const double r = w_.requested_time[j];
+    return r > 0 ? std::min(runtime / r, 1.0) : 1.0;
+  };
+  auto log_time = [](double t) { return std::min(std::log10(1.0 + t) / kLogDecades, 1.0); };
+  double shown_work = 0;
+  std::array<int32_t, kSizeClasses> shown_sizes = {};
+  for (size_t k = 0; k < visible; ++k) {
+    const int32_t j = queue[k], u = accounts_.user[j];
+    const double p = h.predictions->predict(j);
+    const int n = users.recent_count(j);
+    double user_ratio = n == 0 ? 1 : 0, mean = 0;
+    for (int i = 0; i < n; ++i) {
+      const int32_t done = users.recent(j, i);
+      user_ratio += ratio(done, w_.runtime[done]) / n;
+      mean += w_.runtime[done] / n;
+    }
+    float* f = jobs + k * F + kJobFeatures;
+    f[0] = static_cast<float>(log_time(p));
+    f[1] = static_cast<float>(ratio(j, p));
+    f[2] = static_cast<float>(user_ratio);
+    f[3] = static_cast<float>(log_time(mean));
+    f[4] = static_cast<float>(n / 2.0);
+    f[5] = static_cast<float>(std::min(h.running[u] / static_cast<double>(K), 1.0));
+    f[6] = static_cast<float>(std::min(h.waiting[u] / static_cast<double>(K), 1.0));
+    shown_work += w_.procs[j] * w_.requested_time[j];
+    ++shown_sizes[size_class(j)];
+  }
+  const size_t hidden = queue.size() - visible;
+  const double machine = config_.machine_procs;
+  float* c = cluster + kClusterFeatures;
+  c[0] = static_cast<float>(hidden / static_cast<double>(config_.window_jobs));
+  const double work = std::max(h.work - shown_work, 0.0) / (machine * kTimeScale);
+  c[1] = static_cast<float>(std::min(std::log10(1.0 + work) / 2, 1.0));
+  for (size_t b = 0; b < kSizeClasses; ++b)
+    c[2 + b] = hidden ? static_cast<float>((h.sizes[b] - shown_sizes[b]) / double(hidden)) : 0.0f;
 }
 
 void BatchEnv::heuristic_actions(int32_t* actions) const {

@@ -5,15 +5,19 @@
 // arrays. Features and their normalisation: docs/environment.md.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <queue>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "metrics.hpp"
 #include "policy.hpp"
+#include "predictions.hpp"
 #include "simulator.hpp"
 #include "workload.hpp"
 
@@ -24,6 +28,11 @@ Reward parse_reward(const std::string& name);
 
 constexpr size_t kJobFeatures = 13;
 constexpr size_t kClusterFeatures = 3;
+// With `history`: per job slot, EASY++ and its user's history; per cluster, the queue past K
+// (docs/environment.md, "History").
+constexpr size_t kHistoryJobFeatures = 7;
+constexpr size_t kHistoryClusterFeatures = 6;
+constexpr size_t kSizeClasses = 4;        // procs <= 1/8, 1/4, 1/2 of the machine, larger
 constexpr double kTimeScale = 12 * 3600;  // waits, requests and work are in units of 12 h
 constexpr double kLogDecades = 6;         // log10 features: 10^6 s (11.6 days) maps to 1
 
@@ -43,6 +52,8 @@ struct EnvConfig {
   // Slot K is the agent's wait: start nothing until the next arrival or completion
   // (docs/environment.md, "Waiting").
   bool wait = false;
+  // Adds the history features (causal: only jobs completed by now count).
+  bool history = false;
 };
 
 // Per-job dense ids (0-based) of users and groups, for the multi-user features.
@@ -55,8 +66,8 @@ struct Accounts {
 
 // Where step() and reset() write, one row per environment.
 struct Outputs {
-  float* jobs = nullptr;     // [B, S, kJobFeatures], S = slots()
-  float* cluster = nullptr;  // [B, kClusterFeatures]
+  float* jobs = nullptr;     // [B, S, job_features()], S = slots()
+  float* cluster = nullptr;  // [B, cluster_features()]
   uint8_t* mask = nullptr;   // [B, S]: 1 where a job can be picked (slot K: where one may wait)
   float* reward = nullptr;   // [B]
   uint8_t* done = nullptr;   // [B]: the episode ended at this step (the row shows the next)
@@ -72,6 +83,10 @@ class BatchEnv {
   size_t size() const { return envs_.size(); }
   // Slots of an observation: K job slots, and the wait slot K with `wait`.
   size_t slots() const { return config_.max_queue + (config_.wait ? 1 : 0); }
+  size_t job_features() const { return kJobFeatures + (config_.history ? kHistoryJobFeatures : 0); }
+  size_t cluster_features() const {
+    return kClusterFeatures + (config_.history ? kHistoryClusterFeatures : 0);
+  }
   void reset(Outputs out);
   // Actions are slots of the observation; a slot without a job (or a masked wait) picks
   // slot 0.
@@ -91,6 +106,18 @@ class BatchEnv {
   const std::vector<double>& last_start_times(size_t i) const { return envs_.at(i).last_start; }
 
  private:
+  // What the history features need, kept as jobs arrive, start and end: each step costs
+  // the arrivals, starts and ends since the last one (docs/environment.md, "History").
+  struct History {
+    std::optional<Predictions> predictions;  // the window's users' completed jobs (EASY++)
+    size_t arrived = 0;                      // jobs [begin, arrived) have arrived
+    std::vector<int32_t> shown;              // the waiting jobs at the last track()
+    std::vector<int32_t> running, waiting;   // per user: jobs running, jobs waiting
+    using End = std::pair<double, int32_t>;  // (end, job) of a started job of runtime > 0
+    std::priority_queue<End, std::vector<End>, std::greater<End>> ends;
+    double work = 0;                               // procs x requested_time of the waiting jobs
+    std::array<int32_t, kSizeClasses> sizes = {};  // waiting jobs per size class
+  };
   struct Env {
     uint64_t seed = 0;
     uint64_t episode = 0;  // numbers the episodes: the window start is a hash of both
@@ -102,6 +129,7 @@ class BatchEnv {
     std::vector<int32_t> running_procs;  // per user, scratch for the features
     std::vector<double> queued_work;     // per user, scratch
     std::vector<std::pair<double, size_t>> ranked;  // (F1 score, slot), scratch
+    History history;                                // with config_.history only
   };
   void start_episode(Env& e);
   void start_window(Env& e, size_t begin);
@@ -111,6 +139,12 @@ class BatchEnv {
   double reward_of(const Metrics& m) const;
   void observe(Env& e, size_t i, Outputs out) const;
   void observe_wait(const Env& e, float* f, uint8_t* mask) const;
+  void start_history(Env& e);
+  void track(Env& e, int32_t picked);
+  void queue_job(History& h, int32_t job, int32_t sign) const;
+  void record_start(History& h, int32_t job, double start) const;
+  size_t size_class(int32_t job) const;
+  void observe_history(const Env& e, float* jobs, float* cluster) const;
 
   Workload w_;
   Accounts accounts_;

@@ -37,6 +37,13 @@ class UserHistory {
     if (u < 0 || users_[u].count == 0) return request;
     return std::min(users_[u].mean, request);
   }
+  // The completed jobs that predict(job) averages: how many (0 to 2), and the i-th most
+  // recent of them (i < recent_count(job)).
+  int recent_count(int32_t job) const {
+    const int32_t u = user_[job - begin_];
+    return u < 0 ? 0 : users_[u].count;
+  }
+  int32_t recent(int32_t job, int i) const { return users_[user_[job - begin_]].last[i].job; }
 
  private:
   struct Completed {
@@ -95,6 +102,7 @@ class Predictions {
   void end(int32_t job, double started, double end);
   // PredictedEnds::at(now); only with track_ends.
   const std::vector<Running>& ends_at(double now) { return ends_.at(now); }
+  const UserHistory& history() const { return history_; }
 
  private:
   Workload w_;

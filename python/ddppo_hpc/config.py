@@ -52,6 +52,12 @@ class EnvConfig:
     # (no backfill scan: nothing is committed); masked when nothing runs and nothing is left
     # to arrive; the heuristics never wait (docs/environment.md, "Waiting")
     wait: bool = False
+    # each job slot also shows its EASY++ predicted runtime and its user's history (recent
+    # runtime / request, recent runtime, jobs running and waiting), and the cluster features
+    # summarise the queue past slot K (count, work, sizes); causal: only jobs completed by
+    # now count. Off: the observation of before, so older checkpoints load
+    # (docs/environment.md, "History")
+    history: bool = False
 
 
 @dataclass

@@ -44,6 +44,7 @@ from ddppo_hpc.data.split import PARTS, describe, part_range
 from ddppo_hpc.data.trace import Trace, TraceError
 from ddppo_hpc.dist.control import CHECKPOINT, read_checkpoint
 from ddppo_hpc.env import EPISODE_METRICS, VecSchedulingEnv
+from ddppo_hpc.env.vector import feature_widths
 from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
 from ddppo_hpc.io import check_output, not_an_input
@@ -92,6 +93,7 @@ def run_policy(
             backfill,
             options.backfill_order,
             wait=options.wait,
+            history=options.history,
         )
         env.reset()
         obs = env.begin_at([spans[w][0] for w in windows])
@@ -279,7 +281,8 @@ def prepare(args: argparse.Namespace, loaded: tuple[dict, Path] | None, config: 
     policies = args.policies or ([TRAINED] if checkpoint else []) + list(POLICIES)
     if TRAINED in policies and checkpoint is None:
         raise ValueError(f"--policies {TRAINED} needs --checkpoint")
-    model = trained_policy(loaded, config) if loaded else None
+    widths = feature_widths(config.env.history)
+    model = trained_policy(loaded, config, *widths) if loaded else None
     trace, path = evaluation_trace(config, args.trace)
     if args.out:
         not_an_input(args.out, [p for p in (file, path) if p])

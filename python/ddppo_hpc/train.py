@@ -56,6 +56,7 @@ def make_env(config: TrainConfig, rank: int, size: int) -> VecSchedulingEnv:
         baseline=env.reward_baseline,
         dense=env.dense_reward,
         wait=env.wait,
+        history=env.history,
     )
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ddppo_hpc.data.trace import Trace
-from ddppo_hpc.env.vector import CLUSTER_FEATURES, EPISODE_METRICS, JOB_FEATURES, VecSchedulingEnv
+from ddppo_hpc.env.vector import EPISODE_METRICS, VecSchedulingEnv
 
 
 class SchedulingEnv(gym.Env):
@@ -32,6 +32,7 @@ class SchedulingEnv(gym.Env):
         reward: str = "bsld",
         seed: int = 0,
         wait: bool = False,
+        history: bool = False,
     ):
         self._options = dict(
             trace=trace,
@@ -42,13 +43,14 @@ class SchedulingEnv(gym.Env):
             policy=policy,
             reward=reward,
             wait=wait,
+            history=history,
         )
         self._vec = VecSchedulingEnv(**self._options, seed=seed)
-        slots = max_queue + wait
+        slots, features = max_queue + wait, self._vec.job_features
         self.observation_space = spaces.Dict(
             {  # the wait slot's feature 8 is -1
-                "jobs": spaces.Box(-1 if wait else 0, 1, (slots, JOB_FEATURES), np.float32),
-                "cluster": spaces.Box(0, 1, (CLUSTER_FEATURES,), np.float32),
+                "jobs": spaces.Box(-1 if wait else 0, 1, (slots, features), np.float32),
+                "cluster": spaces.Box(0, 1, (self._vec.cluster_features,), np.float32),
                 "action_mask": spaces.MultiBinary(slots),
             }
         )

@@ -10,8 +10,17 @@ from ddppo_hpc.data.trace import Trace
 
 JOB_FEATURES = _core.JOB_FEATURES
 CLUSTER_FEATURES = _core.CLUSTER_FEATURES
+HISTORY_JOB_FEATURES = _core.HISTORY_JOB_FEATURES
+HISTORY_CLUSTER_FEATURES = _core.HISTORY_CLUSTER_FEATURES
 REWARDS = ("bsld", "wait", "utilization", "fairshare")
 EPISODE_METRICS = ("avg_bsld", "avg_wait", "utilization", "jain_user_bsld")
+
+
+def feature_widths(history: bool) -> tuple[int, int]:
+    """(job slot, cluster) feature counts of the observation, with or without `history`."""
+    if history:
+        return JOB_FEATURES + HISTORY_JOB_FEATURES, CLUSTER_FEATURES + HISTORY_CLUSTER_FEATURES
+    return JOB_FEATURES, CLUSTER_FEATURES
 
 
 class VecSchedulingEnv:
@@ -25,7 +34,10 @@ class VecSchedulingEnv:
     `action_mask` have K + 1 rows, the last the wait slot's. Finished episodes
     restart at once: `terminated[i]` marks the step that ended one, whose metrics are in
     `info`, and row i already shows the next episode. The returned arrays are reused by
-    the next step: copy what must outlive it.
+    the next step: copy what must outlive it. With `history`, every job slot also has the
+    EASY++ prediction and its user's history, and the cluster features summarise the queue
+    past slot K (`jobs` has `job_features`, `cluster` `cluster_features` columns;
+    docs/environment.md, "History").
     """
 
     METRICS = EPISODE_METRICS  # the episode metrics in `info`, in the core's column order
@@ -44,6 +56,7 @@ class VecSchedulingEnv:
         baseline: str = "none",
         dense: bool = False,
         wait: bool = False,
+        history: bool = False,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -66,11 +79,17 @@ class VecSchedulingEnv:
             baseline,
             dense,
             wait,
+            history,
             [seed + i for i in range(num_envs)],
         )
+        self.job_features = self._core.job_features
+        self.cluster_features = self._core.cluster_features
         # An episode has one pick per job, and a wait per arrival or completion.
         self._allocate(
-            self._core.slots, JOB_FEATURES, CLUSTER_FEATURES, window_jobs * (1 + 2 * wait)
+            self._core.slots,
+            self.job_features,
+            self.cluster_features,
+            window_jobs * (1 + 2 * wait),
         )
         self.teacher_slots = max_queue  # the heuristics never wait
 

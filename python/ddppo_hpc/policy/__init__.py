@@ -54,16 +54,23 @@ class JobScoringMLP(nn.Module):
 class AttentionPolicy(nn.Module):
     """Self-attention over the job window: each job's score sees the other waiting jobs."""
 
-    def __init__(self, hidden: int = 32, heads: int = 4, layers: int = 1):
+    def __init__(
+        self,
+        hidden: int = 32,
+        heads: int = 4,
+        layers: int = 1,
+        slot_features: int = JOB_FEATURES,
+        cluster: int = CLUSTER_FEATURES,
+    ):
         super().__init__()
-        self.embed = nn.Linear(JOB_FEATURES + CLUSTER_FEATURES, hidden)
+        self.embed = nn.Linear(slot_features + cluster, hidden)
         layer = nn.TransformerEncoderLayer(
             hidden, heads, dim_feedforward=2 * hidden, dropout=0.0, batch_first=True
         )
         self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
         self.score = nn.Linear(hidden, 1)
         self.value = nn.Sequential(
-            nn.Linear(hidden + CLUSTER_FEATURES, hidden), nn.ReLU(), nn.Linear(hidden, 1)
+            nn.Linear(hidden + cluster, hidden), nn.ReLU(), nn.Linear(hidden, 1)
         )
 
     def forward(self, jobs, cluster, mask):
@@ -103,7 +110,7 @@ def build_policy(
     if config.name == "dual":
         return DualPolicy(config.hidden, slot_features, cluster)
     if config.name == "attention":
-        return AttentionPolicy(config.hidden, config.heads, config.layers)
+        return AttentionPolicy(config.hidden, config.heads, config.layers, slot_features, cluster)
     if config.name == "gtrxl":
         return GTrXLPolicy(
             config.hidden,
@@ -112,6 +119,8 @@ def build_policy(
             config.memory,
             config.sect,
             config.gate_bias,
+            slot_features,
+            cluster,
         )
     raise ValueError(f"unknown policy '{config.name}' (choose from {', '.join(POLICIES)})")
 

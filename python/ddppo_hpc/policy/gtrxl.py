@@ -24,12 +24,15 @@ class SECT(nn.Module):
     the cluster features): squeeze, a bottleneck MLP, then 2 * sigmoid. The excitation's
     last layer starts at zero, so every gate is exactly 1 at initialisation."""
 
-    def __init__(self, reduction: int = 2):
+    def __init__(
+        self, reduction: int = 2, slot_features: int = JOB_FEATURES, cluster: int = CLUSTER_FEATURES
+    ):
         super().__init__()
-        channels = JOB_FEATURES + CLUSTER_FEATURES
+        self.slot_features = slot_features
+        channels = slot_features + cluster
         squeezed = max(channels // reduction, 4)
         self.excite = nn.Sequential(
-            nn.Linear(2 * JOB_FEATURES + CLUSTER_FEATURES, squeezed),
+            nn.Linear(2 * slot_features + cluster, squeezed),
             nn.ReLU(),
             nn.Linear(squeezed, channels),
         )
@@ -37,7 +40,7 @@ class SECT(nn.Module):
         nn.init.zeros_(self.excite[2].bias)
 
     def gates(self, jobs, cluster, mask) -> torch.Tensor:
-        """[B, JOB_FEATURES + CLUSTER_FEATURES] gates in (0, 2)."""
+        """[B, slot features + cluster features] gates in (0, 2)."""
         mean = masked_mean(jobs, mask)
         peak = jobs.masked_fill(~mask.unsqueeze(-1), torch.finfo(jobs.dtype).min).amax(1)
         peak = torch.where(mask.any(1, keepdim=True), peak, torch.zeros_like(peak))
@@ -45,7 +48,8 @@ class SECT(nn.Module):
 
     def forward(self, jobs, cluster, mask):
         gates = self.gates(jobs, cluster, mask)
-        return jobs * gates[:, None, :JOB_FEATURES], cluster * gates[:, JOB_FEATURES:]
+        split = self.slot_features
+        return jobs * gates[:, None, :split], cluster * gates[:, split:]
 
 
 class GRUGate(nn.Module):
@@ -115,17 +119,19 @@ class GTrXLPolicy(nn.Module):
         memory: int = 16,
         sect: bool = True,
         gate_bias: float = 2.0,
+        slot_features: int = JOB_FEATURES,
+        cluster: int = CLUSTER_FEATURES,
     ):
         super().__init__()
         self.memory, self.width = memory, hidden
-        self.sect = SECT() if sect else None
-        self.embed = nn.Linear(JOB_FEATURES + CLUSTER_FEATURES, hidden)
+        self.sect = SECT(slot_features=slot_features, cluster=cluster) if sect else None
+        self.embed = nn.Linear(slot_features + cluster, hidden)
         self.blocks = nn.ModuleList(
             GatedBlock(hidden, heads, memory, gate_bias) for _ in range(layers)
         )
         self.score = nn.Linear(hidden, 1)
         self.value = nn.Sequential(
-            nn.Linear(hidden + CLUSTER_FEATURES, hidden), nn.ReLU(), nn.Linear(hidden, 1)
+            nn.Linear(hidden + cluster, hidden), nn.ReLU(), nn.Linear(hidden, 1)
         )
 
     def initial_memory(self, batch: int) -> torch.Tensor:
