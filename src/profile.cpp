@@ -6,6 +6,12 @@ namespace ddppo {
 
 void Profile::reset(double now, int32_t free) { steps_.assign(1, {now, free}); }
 
+bool Profile::move_start(double now) {
+  if (steps_.size() > 1 && steps_[1].time <= now) return false;
+  steps_[0].time = now;
+  return true;
+}
+
 void Profile::release(double at, int32_t procs) {
   if (at == steps_.back().time)
     steps_.back().free += procs;

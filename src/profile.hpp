@@ -13,6 +13,9 @@ class Profile {
  public:
   // An empty profile: `free` procs from `now` on.
   void reset(double now, int32_t free);
+  // Moves the start to `now`, the free procs held there, unless a step starts in (start,
+  // now]; returns whether it moved.
+  bool move_start(double now);
   // A running job's procs come back at `at` (called in non-decreasing order of `at`).
   void release(double at, int32_t procs);
   // Whether `procs` are free at the profile's start and over [start, start + duration).
