@@ -4,7 +4,10 @@
 
 namespace ddppo {
 
-void Profile::reset(double now, int32_t free) { steps_.assign(1, {now, free}); }
+void Profile::reset(double now, int32_t free) {
+  steps_.assign(1, {now, free});
+  ++resets_;
+}
 
 bool Profile::move_start(double now) {
   if (steps_.size() > 1 && steps_[1].time <= now) return false;
@@ -33,11 +36,10 @@ void Profile::lows(std::vector<Step>& out) const {
     if (s.free < out.back().free) out.push_back(s);
 }
 
-// The index of the earliest step where a job fits, and the index of the first step at or
-// after its end from there; the last step, past every running job and reservation, holds any
+// The index of the earliest step from i on where a job fits, and the index of the first step
+// at or after its end from there; the last step, past every running job and reservation, holds any
 // job that fits the machine.
-std::pair<size_t, size_t> Profile::earliest(int32_t procs, double duration) const {
-  size_t i = 0;
+std::pair<size_t, size_t> Profile::earliest(size_t i, int32_t procs, double duration) const {
   for (;;) {
     while (steps_[i].free < procs) ++i;
     // Every later step that starts before start + duration must hold procs too; if one
@@ -71,9 +73,17 @@ void Profile::reserve_now(int32_t procs, double duration) {
   take(0, next - steps_.begin(), until, procs);
 }
 
+// Starts the search from the last start found since the reset for a job of as many procs,
+// if it was no longer.
 double Profile::reserve_earliest(int32_t procs, double duration) {
-  auto [first, next] = earliest(procs, duration);
+  if (found_.size() <= static_cast<size_t>(procs)) found_.resize(procs + 1);
+  Found& last = found_[procs];
+  double from = last.reset == resets_ && last.duration <= duration ? last.at : steps_[0].time;
+  auto start = std::lower_bound(steps_.begin(), steps_.end(), from,
+                                [](const Step& s, double t) { return s.time < t; });
+  auto [first, next] = earliest(start - steps_.begin(), procs, duration);
   double at = steps_[first].time;
+  last = {resets_, duration, at};
   if (at + duration > at) take(first, next, at + duration, procs);
   return at;
 }

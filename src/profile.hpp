@@ -37,10 +37,19 @@ class Profile {
   void lows(std::vector<Step>& out) const;
 
  private:
-  std::pair<size_t, size_t> earliest(int32_t procs, double duration) const;
+  std::pair<size_t, size_t> earliest(size_t i, int32_t procs, double duration) const;
   void take(size_t first, size_t next, double until, int32_t procs);
 
   std::vector<Step> steps_;
+  // Per procs, the last earliest start found and for what duration, at which reset: the
+  // profile has only lost procs since, so no earlier start can fit a job of those procs and
+  // a duration at least that.
+  struct Found {
+    uint64_t reset;
+    double duration, at;
+  };
+  std::vector<Found> found_;
+  uint64_t resets_ = 0;
 };
 
 }  // namespace ddppo
