@@ -16,7 +16,8 @@ class Profile {
   // Moves the start to `now`, the free procs held there, unless a step starts in (start,
   // now]; returns whether it moved.
   bool move_start(double now);
-  // A running job's procs come back at `at` (called in non-decreasing order of `at`).
+  // A running job's procs come back at `at` (called in non-decreasing order of `at`, before
+  // any reservation).
   void release(double at, int32_t procs);
   // Whether `procs` are free at the profile's start and over [start, start + duration).
   bool fits_now(int32_t procs, double duration) const;
