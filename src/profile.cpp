@@ -1,6 +1,7 @@
 #include "profile.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace ddppo {
 
@@ -73,17 +74,28 @@ void Profile::reserve_now(int32_t procs, double duration) {
   take(0, next - steps_.begin(), until, procs);
 }
 
-// Starts the search from the last start found since the reset for a job of as many procs,
-// if it was no longer.
+// Starts the search from the latest start found since the reset for a job of as many procs
+// and no longer.
 double Profile::reserve_earliest(int32_t procs, double duration) {
   if (found_.size() <= static_cast<size_t>(procs)) found_.resize(procs + 1);
-  Found& last = found_[procs];
-  double from = last.reset == resets_ && last.duration <= duration ? last.at : steps_[0].time;
+  Found& f = found_[procs];
+  if (f.reset != resets_) f.reset = resets_, f.starts.clear();
+  auto above = std::upper_bound(f.starts.begin(), f.starts.end(), duration,
+                                [](double d, const auto& s) { return d < s.first; });
+  double from = above == f.starts.begin() ? steps_[0].time : std::prev(above)->second;
   auto start = std::lower_bound(steps_.begin(), steps_.end(), from,
                                 [](const Step& s, double t) { return s.time < t; });
   auto [first, next] = earliest(start - steps_.begin(), procs, duration);
   double at = steps_[first].time;
-  last = {resets_, duration, at};
+  // Kept per procs: (duration, start) pairs, both rising; this one replaces the pairs of
+  // longer jobs that start no later.
+  auto stale = above;
+  while (stale != f.starts.end() && stale->second <= at) ++stale;
+  above = f.starts.erase(above, stale);
+  if (above != f.starts.begin() && std::prev(above)->first == duration)
+    std::prev(above)->second = at;
+  else if (above == f.starts.begin() || std::prev(above)->second < at)
+    f.starts.insert(above, {duration, at});
   if (at + duration > at) take(first, next, at + duration, procs);
   return at;
 }

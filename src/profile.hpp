@@ -42,12 +42,12 @@ class Profile {
   void take(size_t first, size_t next, double until, int32_t procs);
 
   std::vector<Step> steps_;
-  // Per procs, the last earliest start found and for what duration, at which reset: the
-  // profile has only lost procs since, so no earlier start can fit a job of those procs and
-  // a duration at least that.
+  // Per procs, the earliest starts found since the reset (`reset` tells which) for jobs of
+  // those procs, as (duration, start) pairs with both rising: the profile has only lost procs
+  // since, so no earlier start fits a job of those procs and a duration at least that.
   struct Found {
-    uint64_t reset;
-    double duration, at;
+    uint64_t reset = 0;
+    std::vector<std::pair<double, double>> starts;
   };
   std::vector<Found> found_;
   uint64_t resets_ = 0;
