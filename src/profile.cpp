@@ -1,10 +1,20 @@
 #include "profile.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace ddppo {
 
-void Profile::reset(double now, int32_t free) { steps_.assign(1, {now, free}); }
+void Profile::reset(double now, int32_t free) {
+  steps_.assign(1, {now, free});
+  ++resets_;
+}
+
+bool Profile::move_start(double now) {
+  if (steps_.size() > 1 && steps_[1].time <= now) return false;
+  steps_[0].time = now;
+  return true;
+}
 
 void Profile::release(double at, int32_t procs) {
   if (at == steps_.back().time)
@@ -27,11 +37,10 @@ void Profile::lows(std::vector<Step>& out) const {
     if (s.free < out.back().free) out.push_back(s);
 }
 
-// The index of the earliest step where a job fits, and the index of the first step at or
-// after its end from there; the last step, past every running job and reservation, holds any
+// The index of the earliest step from i on where a job fits, and the index of the first step
+// at or after its end from there; the last step, past every running job and reservation, holds any
 // job that fits the machine.
-std::pair<size_t, size_t> Profile::earliest(int32_t procs, double duration) const {
-  size_t i = 0;
+std::pair<size_t, size_t> Profile::earliest(size_t i, int32_t procs, double duration) const {
   for (;;) {
     while (steps_[i].free < procs) ++i;
     // Every later step that starts before start + duration must hold procs too; if one
@@ -65,9 +74,28 @@ void Profile::reserve_now(int32_t procs, double duration) {
   take(0, next - steps_.begin(), until, procs);
 }
 
+// Starts the search from the latest start found since the reset for a job of as many procs
+// and no longer.
 double Profile::reserve_earliest(int32_t procs, double duration) {
-  auto [first, next] = earliest(procs, duration);
+  if (found_.size() <= static_cast<size_t>(procs)) found_.resize(procs + 1);
+  Found& f = found_[procs];
+  if (f.reset != resets_) f.reset = resets_, f.starts.clear();
+  auto above = std::upper_bound(f.starts.begin(), f.starts.end(), duration,
+                                [](double d, const auto& s) { return d < s.first; });
+  double from = above == f.starts.begin() ? steps_[0].time : std::prev(above)->second;
+  auto start = std::lower_bound(steps_.begin(), steps_.end(), from,
+                                [](const Step& s, double t) { return s.time < t; });
+  auto [first, next] = earliest(start - steps_.begin(), procs, duration);
   double at = steps_[first].time;
+  // Kept per procs: (duration, start) pairs, both rising; this one replaces the pairs of
+  // longer jobs that start no later.
+  auto stale = above;
+  while (stale != f.starts.end() && stale->second <= at) ++stale;
+  above = f.starts.erase(above, stale);
+  if (above != f.starts.begin() && std::prev(above)->first == duration)
+    std::prev(above)->second = at;
+  else if (above == f.starts.begin() || std::prev(above)->second < at)
+    f.starts.insert(above, {duration, at});
   if (at + duration > at) take(first, next, at + duration, procs);
   return at;
 }

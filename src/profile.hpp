@@ -13,7 +13,11 @@ class Profile {
  public:
   // An empty profile: `free` procs from `now` on.
   void reset(double now, int32_t free);
-  // A running job's procs come back at `at` (called in non-decreasing order of `at`).
+  // Moves the start to `now`, the free procs held there, unless a step starts in (start,
+  // now]; returns whether it moved.
+  bool move_start(double now);
+  // A running job's procs come back at `at` (called in non-decreasing order of `at`, before
+  // any reservation).
   void release(double at, int32_t procs);
   // Whether `procs` are free at the profile's start and over [start, start + duration).
   bool fits_now(int32_t procs, double duration) const;
@@ -34,10 +38,19 @@ class Profile {
   void lows(std::vector<Step>& out) const;
 
  private:
-  std::pair<size_t, size_t> earliest(int32_t procs, double duration) const;
+  std::pair<size_t, size_t> earliest(size_t i, int32_t procs, double duration) const;
   void take(size_t first, size_t next, double until, int32_t procs);
 
   std::vector<Step> steps_;
+  // Per procs, the earliest starts found since the reset (`reset` tells which) for jobs of
+  // those procs, as (duration, start) pairs with both rising: the profile has only lost procs
+  // since, so no earlier start fits a job of those procs and a duration at least that.
+  struct Found {
+    uint64_t reset = 0;
+    std::vector<std::pair<double, double>> starts;
+  };
+  std::vector<Found> found_;
+  uint64_t resets_ = 0;
 };
 
 }  // namespace ddppo

@@ -211,6 +211,7 @@ void Simulator::apply_events() {
     const double started = start_[job - begin_];
     Running key{started + w_.requested_time[job], job};
     running_.erase(std::lower_bound(running_.begin(), running_.end(), key));
+    ++ended_;
     if (predictions_) predictions_->end(job, started, end);
   }
 }
@@ -335,78 +336,6 @@ void Simulator::rerank() {
   if (!insertion_sort(ranked_.begin(), ranked_.end(), 4 * ranked_.size() + 64))
     std::sort(ranked_.begin(), ranked_.end());
   settle_runs(ranked_);
-}
-
-// Marks in hopeful_ the waiting jobs that can start now beside the profile and, if there
-// are any, puts the waiting jobs into ranked_ in policy order at now; returns one past the
-// last hopeful job's position there (0 if none).
-size_t Simulator::rank_hopeful() {
-  // can_start_now() for every waiting job, from the profile's lows.
-  profile_.lows(lows_);
-  bool any = false;
-  for (int32_t j : waiting()) {
-    const int32_t procs = w_.procs[j];
-    const double until = now_ + estimate(j);
-    bool fits = procs <= free_ && procs <= lows_[0].free;
-    for (size_t k = 1; fits && k < lows_.size() && lows_[k].time < until; ++k)
-      fits = lows_[k].free >= procs;
-    any |= hopeful_[j - begin_] = fits;
-  }
-  if (!any) return 0;
-  if (policy_ == Policy::kFcfs) {  // queue order
-    ranked_.clear();
-    for (int32_t j : waiting()) ranked_.emplace_back(0, j);
-  } else {
-    rerank();
-  }
-  size_t through = ranked_.size();
-  while (!hopeful_[ranked_[through - 1].second - begin_]) --through;
-  return through;
-}
-
-// Conservative backfilling: each job ahead in priority order holds a reservation on the
-// free-procs profile; a job starts now only if that delays none of them.
-void Simulator::conservative_scan() {
-  profile_.reset(now_, free_);
-  for (const Running& r : estimated_ends())
-    profile_.release(std::max(r.estimated_end, now_), w_.procs[r.job]);
-  const int32_t head = committed_;
-  profile_.reserve_earliest(w_.procs[head], estimate(head));
-  // Reservations only take procs away, so a job that cannot start now beside the
-  // reservations made so far never starts in this scan: the "hopeful" jobs are those that
-  // still might, and past the last of them in policy order nothing else can start.
-  // ranked_[end - 1] is the last hopeful job not yet found unable to start. `touched`: the
-  // earliest time the profile or the free procs changed since it was last found still able
-  // to start; later changes leave it able to.
-  size_t end = rank_hopeful();
-  double touched = std::numeric_limits<double>::infinity();
-  for (size_t k = 0; k < end; ++k) {
-    int32_t j = ranked_[k].second;
-    const double duration = estimate(j);
-    if (hopeful_[j - begin_] && can_start_now(j)) {
-      start(j);
-      if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], duration);
-      touched = now_;
-    } else {
-      double at = profile_.reserve_earliest(w_.procs[j], duration);
-      if (duration > 0) touched = std::min(touched, at);
-    }
-    while (k + 1 < end) {
-      int32_t last = ranked_[end - 1].second;
-      if (touched > now_ && touched >= now_ + estimate(last)) break;
-      if (can_start_now(last)) {
-        touched = std::numeric_limits<double>::infinity();
-        break;
-      }
-      do --end;
-      while (end > k + 1 && !hopeful_[ranked_[end - 1].second - begin_]);
-      touched = now_;  // the new last job has not been checked against what changed
-    }
-  }
-}
-
-bool Simulator::can_start_now(int32_t job) const {
-  return w_.procs[job] <= free_ && profile_.fits_now(w_.procs[job], estimate(job));
 }
 
 }  // namespace ddppo

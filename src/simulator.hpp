@@ -90,6 +90,10 @@ class Simulator {
     return policy_ == Policy::kFcfs || policy_ == Policy::kSjf || policy_ == Policy::kF1;
   }
   void conservative_scan();
+  double plan_from_scratch();
+  bool plan_holds();
+  size_t rank_arrivals();
+  bool hopeful(int32_t job) const { return hopeful_[job - begin_] == scan_; }
   double priority(int32_t job) const;
   using Keyed = std::pair<double, int32_t>;  // (rank key, job)
   Keyed keyed(int32_t job) const;
@@ -129,6 +133,7 @@ class Simulator {
   int32_t committed_ = -1;
   bool done_ = false;
   size_t started_ = 0;
+  size_t ended_ = 0;  // completions so far
   // Waiting jobs in (submit, id) order, without the committed one; after a run's picks and
   // scans it may also hold `stale_` jobs that left, until waiting() compacts it.
   mutable std::vector<int32_t> queue_;
@@ -145,10 +150,19 @@ class Simulator {
   // Fenwick tree over procs of the number of waiting jobs (committed one included): a scan
   // can start nothing unless some waiting job needs at most the free procs.
   std::vector<int32_t> waiting_by_procs_;
-  // The waiting jobs in policy order as of the last conservative scan; per job, whether it
-  // was hopeful when that scan began and whether it has ever joined ranked_.
+  // The waiting jobs in policy order as of the last conservative scan (FCFS: and those that
+  // started in scans kept since); per job, the last scan at which it was hopeful, and whether
+  // it has ever joined ranked_.
   std::vector<Keyed> ranked_;
-  std::vector<char> hopeful_, listed_;
+  std::vector<uint32_t> hopeful_;
+  std::vector<char> listed_;
+  uint32_t scan_ = 0;  // conservative scans so far
+  // The last conservative scan's plan, which profile_ holds: ranked_[0, planned_) started or
+  // hold reservations, the earliest at plan_earliest_, with committed_ = plan_head_ after
+  // plan_started_ starts, plan_ended_ completions and arrivals up to plan_arrivals_.
+  size_t planned_ = 0, plan_started_ = 0, plan_ended_ = 0, plan_arrivals_ = 0;
+  int32_t plan_head_ = -1;
+  double plan_earliest_ = 0;
   std::vector<Profile::Step> lows_;  // the profile's lows() as a scan begins
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
   std::optional<Predictions> predictions_;  // sjbf or estimate = predicted only
