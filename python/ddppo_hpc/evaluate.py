@@ -128,6 +128,13 @@ def schedulers(policies: list[str], backfills: list[str], estimates: list[str]) 
     return rows
 
 
+def schedule(trace: Trace, name: str, backfill: str, estimate: str, first: int, jobs: int):
+    """A heuristic's simulated schedule of a window, or the log's recorded one."""
+    if name == RECORDED:
+        return recorded(trace, first, jobs)
+    return simulate(trace, name, backfill, first, jobs, estimate)
+
+
 def run_rank(setup: dict, rank: int, size: int) -> list[Outcome]:
     """Every scheduler on this rank's windows (w % size == rank)."""
     trace, spans = setup["trace"], setup["spans"]
@@ -136,12 +143,9 @@ def run_rank(setup: dict, rank: int, size: int) -> list[Outcome]:
     for name, backfill, estimate in setup["schedulers"]:
         if name == TRAINED:
             runs = run_policy(setup["model"], trace, mine, setup["env"], backfill)
-        elif name == RECORDED:
-            results = [(w, recorded(trace, f, n)) for w, (f, n) in mine.items()]
-            runs = [(w, r.start_time, r.metrics) for w, r in results]
         else:
             results = [
-                (w, simulate(trace, name, backfill, f, n, estimate)) for w, (f, n) in mine.items()
+                (w, schedule(trace, name, backfill, estimate, f, n)) for w, (f, n) in mine.items()
             ]
             runs = [(w, r.start_time, r.metrics) for w, r in results]
         outcomes += [Outcome(name, backfill, estimate, w, mine[w][0], s, m) for w, s, m in runs]
