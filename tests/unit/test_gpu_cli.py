@@ -53,6 +53,22 @@ def test_json_metrics_by_hand(philly):
     assert (m["order"], m["placement"], m["jobs"], m["makespan"]) == ("fifo", "first_fit", 4, 100)
 
 
+def test_an_offered_load_above_1_is_warned_and_in_the_json(philly):
+    out = run("--trace", philly, *SMALL, "--json")
+    m = json.loads(out.stdout)
+    # 170 GPU-seconds (100 + 2 x 10 + 20 + 3 x 10) arriving over 2 s on 4 GPUs
+    assert m["offered_load"] == pytest.approx(170 / (4 * 2))
+    assert m["dropped"] == {"negative_runtime": 0, "no_procs": 0, "too_large": 0}
+    assert out.stderr.splitlines() == [
+        "python -m ddppo_hpc.gpu: warning: the chosen jobs offer a load of 21.25 to 4 GPUs: "
+        "more work than the cluster can serve while they arrive, so the queue grows to the end "
+        "(choose a bigger cluster or fewer jobs)"
+    ]
+    light = run("--load", "0.5", "--jobs", "500", "--json")
+    assert light.returncode == 0 and light.stderr == ""
+    assert json.loads(light.stdout)["offered_load"] < 1
+
+
 def test_store_gives_the_same_as_the_csv(philly, tmp_path):
     convert.convert([philly], tmp_path / "store")
     by_store = run("--trace", tmp_path / "store", *SMALL, "--order", "all", "--json")

@@ -133,9 +133,11 @@ def write_per_job(path: str, workload: GpuWorkload, r: GpuResult) -> None:
 
 def print_table(workload: GpuWorkload, cluster: Cluster, rows: list[dict]) -> None:
     dropped = ", ".join(f"{k} {v}" for k, v in workload.dropped.items())
+    load = rows[0]["offered_load"]
     print(
         f"trace {workload.source}: {len(workload)} jobs on {cluster.total_gpus} GPUs in "
-        f"{len(cluster.machines)} machines (dropped: {dropped})"
+        f"{len(cluster.machines)} machines (dropped: {dropped}); offered load of the chosen "
+        f"jobs {'n/a (one arrival time)' if load is None else f'{load:.2f}'}"
     )
     head = ["order", "placement", "jobs", *METRICS]
     print("  ".join(f"{h:>15}" for h in head))
@@ -161,11 +163,21 @@ def main(argv: list[str] | None = None) -> int:
                     workload, cluster, order, placement, args.seed, args.start, args.jobs
                 )
                 rows.append({"order": order, "placement": placement, **r.metrics})
+        load = workload.offered_load(r.begin, r.end, cluster.total_gpus)
+        for row in rows:
+            row.update(offered_load=load, dropped=workload.dropped)
         if args.per_job:
             write_per_job(args.per_job, workload, r)
     except (TraceError, ValueError, OSError) as e:
         print(f"python -m ddppo_hpc.gpu: error: {e}", file=sys.stderr)
         return 2
+    if load is not None and load > 1:
+        print(
+            f"python -m ddppo_hpc.gpu: warning: the chosen jobs offer a load of {load:.2f} to "
+            f"{cluster.total_gpus} GPUs: more work than the cluster can serve while they arrive,"
+            " so the queue grows to the end (choose a bigger cluster or fewer jobs)",
+            file=sys.stderr,
+        )
     if args.json:
         json.dump(rows[0] if len(rows) == 1 else rows, sys.stdout)
         print()

@@ -42,6 +42,16 @@ class GpuWorkload:
     def slice(self, start: int, stop: int) -> GpuWorkload:
         return self.select(slice(start, stop))
 
+    def offered_load(self, begin: int, end: int, total_gpus: int) -> float | None:
+        """Jobs begin .. end-1's GPU work at base speed over what the cluster can serve while
+        they arrive: sum(gpus x runtime) / (GPUs x (last submit - first submit)); None when
+        they all arrive at once. Above 1 the queue grows without bound."""
+        span = float(self.submit[end - 1] - self.submit[begin])
+        if span <= 0:
+            return None
+        work = float(np.sum(self.gpus[begin:end] * self.runtime[begin:end]))
+        return work / (total_gpus * span)
+
     def core_columns(self) -> tuple:
         """What the C++ core reads, in its argument order (users as dense ids)."""
         users, index = np.unique(self.user, return_inverse=True)
