@@ -34,16 +34,17 @@ Without --trace the embedded synthetic workload (Lublin-Feitelson model) is used
 Times are seconds; bsld is the bounded slowdown max(1, (wait+runtime)/max(runtime,10)).
 Exact semantics: docs/simulation.md. Exit codes: 0 ok, 2 bad input.
 
-examples:
-  python -m ddppo_hpc.sim --trace LANL-CM5-1994-4.1-cln.swf.gz --policy fcfs --backfill easy
-  python -m ddppo_hpc.sim --trace lublin_256.swf.gz --policy all --backfill all \\
-      --protocol rlscheduler
-  python -m ddppo_hpc.sim --trace KTH-SP2.swf --start 1000 --jobs 5000 --json \\
-      --per-job jobs.csv
-  python -m ddppo_hpc.sim --trace KTH-SP2.swf --policy sjbf --backfill easy \\
-      --estimate predicted          # EASY++ (Tsafrir, Etsion and Feitelson, 2007)
-  python -m ddppo_hpc.sim --trace KTH-SP2-1996-2.1-cln.swf.gz --policy recorded \
-      --jobs 1024                   # what KTH's own scheduler did (SWF field 3)
+examples (from the repository root, with the shared traces beside it):
+  python -m ddppo_hpc.sim --trace ../shared/traces/LANL-CM5-1994-4.1-cln.swf.gz \\
+      --policy fcfs --backfill easy
+  python -m ddppo_hpc.sim --trace ../shared/traces/lublin_256.swf.gz --policy all \\
+      --backfill all --protocol rlscheduler
+  python -m ddppo_hpc.sim --trace ../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz --start 1000 \\
+      --jobs 5000 --json --per-job jobs.csv
+  python -m ddppo_hpc.sim --trace ../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz --policy sjbf \\
+      --backfill easy --estimate predicted   # EASY++ (Tsafrir, Etsion and Feitelson, 2007)
+  python -m ddppo_hpc.sim --trace ../shared/traces/KTH-SP2-1996-2.1-cln.swf.gz \\
+      --policy recorded --jobs 1024   # what KTH's own scheduler did (SWF field 3)
 
 --policy recorded simulates nothing: each job starts at submit + its recorded wait (SWF
 field 3), so --backfill and --estimate do not apply to it, and `all` does not include it.
