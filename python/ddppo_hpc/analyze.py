@@ -30,7 +30,6 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ddppo_hpc.args import run
-from ddppo_hpc.data.split import describe
 from ddppo_hpc.io import atomic_write, output_errors, reason
 from ddppo_hpc.results import (
     LOWER_IS_BETTER,
@@ -40,6 +39,7 @@ from ddppo_hpc.results import (
     read_results,
     rows_of,
     scheduler_label,
+    scored_jobs,
 )
 
 HEADINGS = {
@@ -120,21 +120,9 @@ def markdown_table(results: Results, published: dict) -> str:
 def scored(results: Results) -> str:
     """Which jobs the table scores: `Scored: trace, test part: jobs 8000 .. 9999 of 10000
     (split 0.7/0.1/0.2); windows: ...`."""
-    a, split = results.attrs, json.loads(results.attrs["split"])
-    where = describe(
-        split["part"],
-        split["first_job"],
-        split["stop_job"],
-        split["trace_jobs"],
-        split["fractions"],
-    )
-    spec = json.loads(a["window_spec"])
-    how = {
-        "rlscheduler": "RLScheduler protocol",
-        "full": "the whole part",
-        "consecutive": f"{spec.get('windows')} consecutive of {spec.get('jobs')} jobs",
-    }.get(spec["kind"], f"{spec.get('windows')} of {spec.get('jobs')} jobs at random starts")
-    return f"Scored: `{Path(a['trace']).name}`, {where}; windows: {how}."
+    a = results.attrs
+    how = scored_jobs(json.loads(a["split"]), json.loads(a["window_spec"]))
+    return f"Scored: `{Path(a['trace']).name}`, {how}."
 
 
 def report(results: Results, published: dict) -> str:

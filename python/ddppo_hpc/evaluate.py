@@ -49,7 +49,7 @@ from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
 from ddppo_hpc.io import check_output, not_an_input
 from ddppo_hpc.policy import build_policy, decide, initial_memory
-from ddppo_hpc.results import Outcome, results_of, scheduler_label, write_results
+from ddppo_hpc.results import Outcome, results_of, scheduler_label, scored_jobs, write_results
 from ddppo_hpc.sim import (
     BACKFILLS,
     ESTIMATES,
@@ -337,15 +337,7 @@ def embedded_name(config: TrainConfig) -> str:
 
 def scored_line(trace: Trace, part: dict, spec: dict) -> str:
     """Which jobs the table scores, in words (printed above it)."""
-    where = describe(
-        part["part"], part["first_job"], part["stop_job"], part["trace_jobs"], part["fractions"]
-    )
-    how = {
-        "rlscheduler": "RLScheduler protocol",
-        "random": f"random starts, seed {spec.get('seed')}",
-        "full": "the whole part",
-    }[spec["kind"]]
-    return f"scored: {trace.source}, {where}; windows: {how}"
+    return f"scored: {trace.source}, {scored_jobs(part, spec)}"
 
 
 def gpu_table(loaded: tuple[dict, Path], config: TrainConfig, args: argparse.Namespace) -> None:

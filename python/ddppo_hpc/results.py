@@ -12,6 +12,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from ddppo_hpc.data.split import describe
 from ddppo_hpc.env import EPISODE_METRICS
 from ddppo_hpc.io import atomic_hdf5, reason
 from ddppo_hpc.sim import job_records
@@ -110,6 +111,21 @@ def scheduler_label(policy: str, estimate: str) -> str:
     """A scheduler's name in tables and plots: the order, marked when backfilling takes
     EASY++ predictions rather than the requests ("-" for the recorded schedule)."""
     return f"{policy}+{estimate}" if estimate == "predicted" else policy
+
+
+def scored_jobs(split: dict, spec: dict) -> str:
+    """The jobs a results file scores, in words, from its `split` and `window_spec`
+    attributes: `test part: jobs 8000 .. 9999 of 10000 (split 0.7/0.1/0.2); windows: ...`."""
+    bounds = (split["first_job"], split["stop_job"], split["trace_jobs"])
+    where = describe(split["part"], *bounds, split["fractions"])
+    how = {
+        "rlscheduler": "RLScheduler protocol",
+        "full": "the whole part",
+        "consecutive": f"{spec.get('windows')} consecutive of {spec.get('jobs')} jobs",
+        "random": f"{spec.get('windows')} of {spec.get('jobs')} jobs at random starts, seed "
+        f"{spec.get('seed')}",
+    }[spec["kind"]]
+    return f"{where}; windows: {how}"
 
 
 def rows_of(table: dict[str, np.ndarray], key: tuple) -> np.ndarray:
