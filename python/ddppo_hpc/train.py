@@ -87,6 +87,7 @@ class Trainer:
         )
         self.update = 0
         self.best = math.inf  # run.keep_best: the lowest validation score so far
+        self.validation = None  # run.keep_best: the validation part's jobs, once read
         self.obs, _ = self.env.reset()
 
     def observe(self, obs: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -210,7 +211,9 @@ class Trainer:
         run.eval_windows consecutive windows of env.window_jobs jobs from the validation
         part's first job (the last clipped at its end)."""
         env = self.config.env
-        trace, _, _ = part_trace(self.config.data, "validation")
+        if self.validation is None:  # read once per run, at the first validation
+            self.validation = part_trace(self.config.data, "validation")[0]
+        trace = self.validation
         windows = protocol_windows(len(trace), 0, self.config.run.eval_windows, env.window_jobs)
         policy = copy.deepcopy(self.policy).cpu()
         runs = run_policy(policy, trace, dict(enumerate(windows)), env, env.backfill)
