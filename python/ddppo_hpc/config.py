@@ -40,6 +40,9 @@ class EnvConfig:
     # the order of backfill scans (the agent picks the job to run or wait for; backfilling
     # then tries the others in this heuristic's order): fcfs | sjf | wfp3 | unicep | f1
     backfill_order: str = "fcfs"
+    # the runtime estimates of the backfill scans (and of reward_baseline's run): request
+    # (the users' requested times) | predicted (EASY++, docs/simulation.md)
+    estimate: str = "request"
     reward: str = "bsld"  # bsld | wait | utilization | fairshare
     # none, or a heuristic (fcfs | sjf | wfp3 | unicep | f1): the reward becomes the
     # difference to that heuristic's on the same window (less variance, same optimum)
@@ -166,6 +169,7 @@ CHOICES = {
     ("env", "reward"): ("bsld", "wait", "utilization", "fairshare"),
     ("env", "reward_baseline"): ("none", "fcfs", "sjf", "wfp3", "unicep", "f1"),
     ("env", "backfill_order"): ("fcfs", "sjf", "wfp3", "unicep", "f1"),
+    ("env", "estimate"): ("request", "predicted"),
     ("policy", "name"): ("mlp", "attention", "gtrxl", "dual"),
     ("gpu", "mode"): ("off", "placement", "dual"),
     ("gpu", "order"): ("fifo", "srtf", "las"),

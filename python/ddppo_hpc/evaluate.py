@@ -16,8 +16,8 @@ train scores a policy on jobs it trained on and needs --allow-train-jobs. Window
 RLScheduler protocol (10 consecutive windows of 1024 jobs from the part's first job) unless
 --windows N --jobs M [--seed S] (N windows at seeded random starts) or --full (the whole
 part). Heuristics backfill with the users' requests and with EASY++ predictions (--estimate);
-the trained policy with the requests, as it trained. Under mpirun, rank r evaluates windows
-r, r + size, ...; rank 0 gathers and writes.
+the trained policy with the estimate it trained with (env.estimate). Under mpirun, rank r
+evaluates windows r, r + size, ...; rank 0 gathers and writes.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def run_policy(
 ) -> list[tuple[int, np.ndarray, dict]]:
     """(window, start times, metrics) of one greedy episode per window of `spans` (window ->
     (first job, jobs)): one batch per window length, one environment per window. The queue
-    length, backfill order and wait action are the training run's."""
+    length, backfill order and estimate, wait action and history are the training run's."""
     done = []
     for length in sorted({n for _, n in spans.values()}):
         windows = [w for w, (_, n) in spans.items() if n == length]
@@ -94,6 +94,7 @@ def run_policy(
             options.backfill_order,
             wait=options.wait,
             history=options.history,
+            estimate=options.estimate,
         )
         env.reset()
         obs = env.begin_at([spans[w][0] for w in windows])
@@ -109,22 +110,26 @@ def run_policy(
     return sorted(done, key=lambda d: d[0])
 
 
-def schedulers(policies: list[str], backfills: list[str], estimates: list[str]) -> list[tuple]:
+def schedulers(
+    policies: list[str], backfills: list[str], estimates: list[str], trained: str = "request"
+) -> list[tuple]:
     """(policy, backfill, estimate) of every row: the trained policy backfills with the
-    requests, as it trained; without backfilling the estimate changes nothing, so it runs
-    once, with the requests; the recorded schedule is one row, neither backfilled nor
-    estimated ("-")."""
+    estimate it trained with (`trained`, env.estimate); without backfilling the estimate
+    changes nothing, so it runs once, with the requests; the recorded schedule is one row,
+    neither backfilled nor estimated ("-")."""
     rows = []
     for name in policies:
         if name == RECORDED:
             rows.append((RECORDED, "-", "-"))
-            continue
-        rows += [
-            (name, backfill, estimate)
-            for backfill in backfills
-            for estimate in estimates
-            if estimate == "request" or (name != TRAINED and backfill != "none")
-        ]
+        elif name == TRAINED:
+            rows += [(name, b, "request" if b == "none" else trained) for b in backfills]
+        else:
+            rows += [
+                (name, backfill, estimate)
+                for backfill in backfills
+                for estimate in estimates
+                if estimate == "request" or backfill != "none"
+            ]
     return rows
 
 
@@ -314,7 +319,7 @@ def prepare(args: argparse.Namespace, loaded: tuple[dict, Path] | None, config: 
         "spans": spans,
         "model": model,
         "env": config.env,
-        "schedulers": schedulers(policies, backfills, args.estimate),
+        "schedulers": schedulers(policies, backfills, args.estimate, config.env.estimate),
         "attrs": attrs,
         "scored": scored_line(trace, part, spec),
     }

@@ -37,7 +37,8 @@ class VecSchedulingEnv:
     the next step: copy what must outlive it. With `history`, every job slot also has the
     EASY++ prediction and its user's history, and the cluster features summarise the queue
     past slot K (`jobs` has `job_features`, `cluster` `cluster_features` columns;
-    docs/environment.md, "History").
+    docs/environment.md, "History"). `estimate` (request or predicted, the EASY++
+    predictions) is the runtime estimate of the backfill scans and the reward baseline's run.
     """
 
     METRICS = EPISODE_METRICS  # the episode metrics in `info`, in the core's column order
@@ -57,6 +58,7 @@ class VecSchedulingEnv:
         dense: bool = False,
         wait: bool = False,
         history: bool = False,
+        estimate: str = "request",
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -75,6 +77,7 @@ class VecSchedulingEnv:
             max_queue,
             policy,
             backfill,
+            estimate,
             reward,
             baseline,
             dense,
