@@ -40,7 +40,6 @@ Prints tables and asserts nothing about time; progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shlex
@@ -55,6 +54,7 @@ from ddppo_hpc.analyze import readme_block
 from ddppo_hpc.args import bounded_int
 from ddppo_hpc.config import ConfigError
 from ddppo_hpc.data import read_swf
+from ddppo_hpc.data.source import at_load, sources
 from ddppo_hpc.data.split import DEFAULT_SPLIT, describe, part_range
 from ddppo_hpc.evaluate import (
     TRAINED,
@@ -245,7 +245,7 @@ def evaluate_load(trace, path: Path, load: tuple[str, float], policies, args) ->
     """Every scheduler on the test windows of `trace` with submit times x the load factor:
     prints the table and the ratios, writes the results file(s); returns the ratio rows."""
     name, (load_name, factor) = short_name(path), load
-    scaled = dataclasses.replace(trace, submit=trace.submit * factor)
+    scaled = at_load(trace, factor)
     fractions = scored_split(policies)
     spans, spec, part = scored_windows(scaled, fractions, args.windows, args.jobs)
     spec["load_factor"] = factor
@@ -321,7 +321,9 @@ def trained_how(policy: dict) -> str:
     """`runs/demo` (mlp, trained on ..., update 300 of 300, 2 ranks, easy backfilling)."""
     config, (checkpoint, _) = policy["config"], policy["loaded"]
     data, env = config.data, config.env
-    trace = embedded_name(config) if data.trace == "synthetic" else f"`{data.trace}`"
+    trace = " + ".join(f"`{s.path}`" if s.path else embedded_name(config) for s in sources(data))
+    if data.load_scale != [1.0]:
+        trace += f" with submit times x {', '.join(f'{f:g}' for f in data.load_scale)}"
     return (
         f"`{policy['path']}` ({config.policy.name}, trained on {trace}, train part of split "
         f"{'/'.join(f'{f:g}' for f in data.split)}, update {checkpoint['update']} of "

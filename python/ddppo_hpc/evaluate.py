@@ -8,9 +8,10 @@ with a table of means and, with --out, every job's schedule in an HDF5 results f
     mpirun -n 4 python -m ddppo_hpc.evaluate --trace lanl/ --windows 64 --jobs 4096 --out r.h5
 
 The trained policy ("ddppo") acts greedily (its most probable visible job). Without
---checkpoint only the heuristics run. Without --trace: the run's own trace (for a run on
-the embedded workload, that workload). Every trace is split by time (the run's data.split,
-default 0.7/0.1/0.2 of the jobs in submit order): windows lie in the test part, or with
+--checkpoint only the heuristics run. Without --trace: the run's own trace (its first, for
+a run on several; for a run on the embedded workload, that workload). Every trace is split
+by time (the run's data.split, default 0.7/0.1/0.2 of the jobs in submit order): windows
+lie in the test part, or with
 --split validation in the validation part (to choose between runs or checkpoints); --split
 train scores a policy on jobs it trained on and needs --allow-train-jobs. Windows: the
 RLScheduler protocol (10 consecutive windows of 1024 jobs from the part's first job) unless
@@ -39,7 +40,7 @@ from mpi4py import MPI
 import ddppo_hpc
 from ddppo_hpc.args import SEED_MAX, bounded_int, names, run
 from ddppo_hpc.config import ConfigError, EnvConfig, TrainConfig, from_dict
-from ddppo_hpc.data.source import source_path, whole_trace
+from ddppo_hpc.data.source import sources, whole_trace
 from ddppo_hpc.data.split import PARTS, describe, part_range
 from ddppo_hpc.data.trace import Trace, TraceError
 from ddppo_hpc.dist.control import CHECKPOINT, read_checkpoint
@@ -208,8 +209,9 @@ def weights_problem(expected: dict, saved: object) -> str | None:
 
 
 def evaluation_trace(config: TrainConfig, trace_path: str | None) -> tuple[Trace, str | None]:
-    """The trace to evaluate on and its path (None for the run's embedded workload)."""
-    path = trace_path or source_path(config.data)
+    """The trace to evaluate on and its path (None for the run's embedded workload): by
+    default the run's first source."""
+    path = trace_path or sources(config.data)[0].path
     return whole_trace(path, config.data), path
 
 

@@ -170,6 +170,10 @@ class VecSchedulingEnv:
         whose first job is `info["episode_start"][i]` of the step that ended it."""
         return self._core.last_start_times(i)
 
+    def window_trace(self, i: int) -> Trace:
+        """The trace that environment i's windows come from (every one's, here)."""
+        return self.trace
+
     def heuristic_actions(self) -> np.ndarray:
         """The backfill policy's heuristic pick among each environment's visible jobs."""
         actions = np.zeros(self.num_envs, dtype=np.int32)
