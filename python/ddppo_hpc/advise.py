@@ -12,13 +12,13 @@ limit); the idle CPUs. It prints the pending jobs in the order of the policy's s
 this one decision (score: the policy's probability of picking the job now), each with its
 F1 and SJF rank. The policy sees the first K (the run's env.max_queue) pending jobs, as in
 training; the others follow them in submit order, unscored. With --apply (as the Slurm
-operator) it runs `scontrol update JobId=N Priority=P`, the largest P for the first job,
-and logs every change in one line; it never cancels, holds or releases a job. Left alone,
-and listed: jobs with no time limit, heterogeneous jobs, arrays not yet split into tasks,
-held jobs (priority 0), jobs larger than the machine. --interval S repeats every S seconds
-until SIGTERM or SIGINT (exit 0). --from-json FILE replays a snapshot: {"now": the epoch
-second it was taken, "squeue": the output of squeue --json, "sinfo": that of sinfo --json}
-(docs/advise.md).
+operator) it runs `scontrol update JobId=N Priority=P`, the largest P for the first job
+(the ordered jobs' own priorities, permuted), and logs every change in one line; it never
+cancels, holds or releases a job. Left alone, and listed: jobs with no time limit,
+heterogeneous jobs, arrays not yet split into tasks, held jobs (priority 0), jobs larger
+than the machine. --interval S repeats every S seconds until SIGTERM or SIGINT (exit 0).
+--from-json FILE replays a snapshot: {"now": the epoch second it was taken, "squeue": the
+output of squeue --json, "sinfo": that of sinfo --json} (docs/advise.md).
 """
 
 from __future__ import annotations
