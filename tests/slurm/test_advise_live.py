@@ -15,7 +15,7 @@ import time
 import pytest
 from simhelpers import TINY_TRAINING
 
-from ddppo_hpc import advise as cli
+from ddppo_hpc.advise import cli
 
 SECOND_USER = "nobody"  # every Debian system has it; sbatch --uid needs root
 

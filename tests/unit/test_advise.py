@@ -13,8 +13,9 @@ import pytest
 import torch
 from simhelpers import TINY_TRAINING
 
-from ddppo_hpc import advise
-from ddppo_hpc.advise import Pending, Queue, Running, observation
+from ddppo_hpc.advise import cli
+from ddppo_hpc.advise.queue import Pending, Queue, Running, observation
+from ddppo_hpc.advise.slurm import read_snapshot
 from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.env import VecSchedulingEnv
 from ddppo_hpc.evaluate import load_checkpoint, run_config, trained_policy
@@ -97,7 +98,7 @@ def run_dir(tmp_path_factory):
 def test_a_slurm_snapshot_is_the_queue_it_shows():
     # tests/data/advise/busy.json: squeue/sinfo --json of Slurm 22.05 on a 2-CPU node, job 1
     # (2 CPUs, 2 min) running since 1796185195; every other job submitted then, pending.
-    queue = advise.read_snapshot(str(DATA / "busy.json"))
+    queue = read_snapshot(str(DATA / "busy.json"))
     assert (queue.now, queue.machine_procs, queue.free_procs) == (1796185281, 2, 0)
     assert queue.running == [Running(1, 2, 0, 1796185195 + 120)]
     shown = [(j.job_id, j.submit, j.requested_time, j.procs, j.user) for j in queue.pending]
@@ -118,9 +119,9 @@ def test_a_slurm_snapshot_is_the_queue_it_shows():
 def test_the_order_is_the_policys_with_the_heuristic_ranks_beside_it(run_dir):
     loaded = load_checkpoint(run_dir)
     config = run_config(loaded)
-    policy = trained_policy(loaded, config, advise.JOB_FEATURES, advise.CLUSTER_FEATURES)
-    queue = advise.read_snapshot(str(DATA / "busy.json"))
-    advice = advise.advise(queue, policy, config.env)
+    policy = trained_policy(loaded, config, cli.JOB_FEATURES, cli.CLUSTER_FEATURES)
+    queue = read_snapshot(str(DATA / "busy.json"))
+    advice = cli.advise(queue, policy, config.env)
     obs = observation(queue, 16, [0, 65534], [0])
     with torch.no_grad():
         logits, _ = policy(*(torch.from_numpy(obs[k]) for k in ("jobs", "cluster", "action_mask")))
@@ -135,10 +136,10 @@ def test_the_order_is_the_policys_with_the_heuristic_ranks_beside_it(run_dir):
 def test_jobs_past_slot_k_follow_the_scored_ones_in_queue_order(run_dir):
     loaded = load_checkpoint(run_dir)
     config = run_config(loaded)
-    policy = trained_policy(loaded, config, advise.JOB_FEATURES, advise.CLUSTER_FEATURES)
+    policy = trained_policy(loaded, config, cli.JOB_FEATURES, cli.CLUSTER_FEATURES)
     pending = [Pending(j, 100.0 + j, 60.0 * (20 - j), 1 + j % 4, j % 3, 0) for j in range(20)]
     queue = Queue(1000.0, 8, 2, pending, [Running(99, 6, 1, 2000.0)], [])
-    advice = advise.advise(queue, policy, config.env)  # K = 16
+    advice = cli.advise(queue, policy, config.env)  # K = 16
     assert sorted(advice.order[:16]) == list(range(16)) and advice.order[16:] == [16, 17, 18, 19]
     assert all(s is not None for s in advice.scores[:16]) and advice.scores[16:] == [None] * 4
 
@@ -146,8 +147,8 @@ def test_jobs_past_slot_k_follow_the_scored_ones_in_queue_order(run_dir):
 def test_priorities_are_the_ordered_jobs_own_largest_first():
     def given(priorities, order):
         pending = [Pending(j, 0.0, 60.0, 1, 0, 0, p) for j, p in enumerate(priorities)]
-        advice = advise.Advice(Queue(0.0, 4, 4, pending, [], []), order, [], [], [])
-        return [(job.job_id, p) for job, p in advise.priorities(advice)]
+        advice = cli.Advice(Queue(0.0, 4, 4, pending, [], []), order, [], [], [])
+        return [(job.job_id, p) for job, p in cli.priorities(advice)]
 
     assert given([30, 20, 10], [2, 0, 1]) == [(2, 30), (0, 20), (1, 10)]
     assert given([7, 7, 3], [1, 2, 0]) == [(1, 7), (2, 6), (0, 3)]  # ties made distinct
@@ -179,6 +180,7 @@ BAD_SNAPSHOTS = [
     (broken(lambda s: s["squeue"]["jobs"][2].pop("cpus")), "squeue.jobs[2].cpus: missing"),
     (broken(lambda s: s["squeue"]["jobs"][1].update(cpus="1")), 'squeue.jobs[1].cpus: "1"'),
     (broken(lambda s: s["squeue"]["jobs"][0].update(time_limit=-2)), "jobs[0].time_limit: -2"),
+    (broken(lambda s: s["squeue"]["jobs"][1].update(cpus=0)), "squeue.jobs[1].cpus: 0 (a job"),
     (broken(lambda s: s["sinfo"].update(nodes=[])), "sinfo.nodes: no node up (0 listed)"),
     (broken(lambda s: s.update(now="today")), 'snapshot.now: "today" is not a number'),
 ]
@@ -189,7 +191,7 @@ def test_a_bad_snapshot_is_one_line_naming_the_file_and_field(
     run_dir, tmp_path, capsys, snapshot, named
 ):
     path = write(tmp_path / "snapshot.json", snapshot)
-    assert advise.main(["--checkpoint", str(run_dir), "--from-json", path]) == 2
+    assert cli.main(["--checkpoint", str(run_dir), "--from-json", path]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
     assert err.startswith(f"python -m ddppo_hpc.advise: error: {path}: ") and named in err
@@ -197,19 +199,19 @@ def test_a_bad_snapshot_is_one_line_naming_the_file_and_field(
 
 def test_a_checkpoint_advise_cannot_serve_is_refused_by_name(run_dir, tmp_path, capsys):
     args = ["--from-json", str(DATA / "busy.json"), "--checkpoint"]
-    assert advise.main([*args, str(tmp_path / "none")]) == 2
+    assert cli.main([*args, str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.endswith("none: no checkpoint\n")
     checkpoint = torch.load(run_dir / "checkpoint.pt", weights_only=False)
     checkpoint["config"]["env"]["history"] = True
     torch.save(checkpoint, tmp_path / "history.pt")
-    assert advise.main([*args, str(tmp_path / "history.pt")]) == 2
+    assert cli.main([*args, str(tmp_path / "history.pt")]) == 2
     assert "history.pt: env.history: advise cannot build" in capsys.readouterr().err
 
 
 def test_apply_and_interval_need_the_live_queue(capsys):
     for flag in (["--apply"], ["--interval", "5"]):
         with pytest.raises(SystemExit) as stopped:
-            advise.main(["--checkpoint", "x", "--from-json", "y", *flag])
+            cli.main(["--checkpoint", "x", "--from-json", "y", *flag])
         assert stopped.value.code == 2
         assert "act on the live queue" in capsys.readouterr().err
 
