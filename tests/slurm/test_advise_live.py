@@ -136,10 +136,12 @@ def test_slurm_starts_the_jobs_in_the_order_advise_applied(slurm, busy_queue, ad
     assert code == 0, err
     order = order_of(out)
     changes = [line.split() for line in out.splitlines() if line.startswith("job ")]
-    set_to = {int(c[1].rstrip(":")): int(c[-1]) for c in changes}  # job N: priority A -> B
-    assert sorted(set_to) == pending  # reversed priorities: every job changes
-    assert sorted(set_to.values(), reverse=True) == [set_to[j] for j in order]
-    assert {j: jobs(slurm)[j]["priority"] for j in pending} == set_to
+    logged = {int(c[1].rstrip(":")): int(c[-1]) for c in changes}  # job N: priority A -> B
+    # Their own priorities, permuted: the largest to the first; every change logged.
+    expected = {job: 105 - i for i, job in enumerate(order)}
+    assert {j: jobs(slurm)[j]["priority"] for j in pending} == expected
+    assert logged == {j: p for j, p in expected.items() if p != 100 + proposed.index(j)}
+    assert logged  # Slurm's order was the reverse of advise's: something changed
     slurm.run("scancel", str(blocker))
 
     def finished():
