@@ -8,7 +8,10 @@ MPI_NP    ?= 2
 TRACES    ?= ../shared/traces
 DEPS      := $(VENV)/.deps-installed
 BUILT     := $(VENV)/.ddppo-built
-SOURCES   := $(wildcard src/*.cpp src/*.hpp) CMakeLists.txt pyproject.toml
+# Python files too: the editable install maps the package's files when it is made, so a new
+# module is importable only after a reinstall.
+SOURCES   := $(wildcard src/*.cpp src/*.hpp) $(shell find python -name '*.py') CMakeLists.txt \
+             pyproject.toml
 
 # Open MPI refuses to run as root unless told; CI and fresh containers run as root.
 export OMPI_ALLOW_RUN_AS_ROOT := 1
