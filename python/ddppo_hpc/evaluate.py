@@ -81,7 +81,8 @@ def run_policy(
 ) -> list[tuple[int, np.ndarray, dict]]:
     """(window, start times, metrics) of one greedy episode per window of `spans` (window ->
     (first job, jobs)): one batch per window length, one environment per window. The queue
-    length, backfill order and wait action are the training run's."""
+    length, backfill order, wait action, history and agent backfilling are the training
+    run's (with `backfill` none, agent backfilling has no decision to make)."""
     done = []
     for length in sorted({n for _, n in spans.values()}):
         windows = [w for w, (_, n) in spans.items() if n == length]
@@ -94,6 +95,7 @@ def run_policy(
             options.backfill_order,
             wait=options.wait,
             history=options.history,
+            agent_backfill=options.agent_backfill,
         )
         env.reset()
         obs = env.begin_at([spans[w][0] for w in windows])
@@ -285,7 +287,7 @@ def prepare(args: argparse.Namespace, loaded: tuple[dict, Path] | None, config: 
     policies = args.policies or ([TRAINED] if checkpoint else []) + list(POLICIES)
     if TRAINED in policies and checkpoint is None:
         raise ValueError(f"--policies {TRAINED} needs --checkpoint")
-    widths = feature_widths(config.env.history)
+    widths = feature_widths(config.env.history, config.env.agent_backfill)
     model = trained_policy(loaded, config, *widths) if loaded else None
     trace, path = evaluation_trace(config, args.trace)
     if args.out:

@@ -57,6 +57,7 @@ def make_env(config: TrainConfig, rank: int, size: int) -> VecSchedulingEnv:
         dense=env.dense_reward,
         wait=env.wait,
         history=env.history,
+        agent_backfill=env.agent_backfill,
     )
 
 
