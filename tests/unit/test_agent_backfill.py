@@ -3,6 +3,9 @@ backfilling"): the mask and features by hand on 4-proc machines for EASY and con
 the heuristic's scan through the environment against the simulator, the pick decisions
 against the environment without them, with env.wait, resume, evaluation and training."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -270,3 +273,20 @@ def test_an_agent_backfilling_run_trains_and_resumes(tmp_path):
     a = torch.load(straight / "checkpoint.pt", weights_only=False)["model"]
     b = torch.load(stopped / "checkpoint.pt", weights_only=False)["model"]
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_an_agent_backfilling_checkpoint_evaluates(tmp_path):
+    swf, run, results = tmp_path / "trace.swf", tmp_path / "run", tmp_path / "results.h5"
+    python = [sys.executable, "-m"]
+    subprocess.run([*python, "ddppo_hpc.data.synthetic", "--jobs", "3000", "--seed", "3",
+                    "--out", str(swf)], check=True, timeout=300)  # fmt: skip
+    options = [*TINY_TRAINING, "env.agent_backfill=true", "ppo.updates=2"]
+    subprocess.run([*python, "ddppo_hpc.train", "--run-dir", str(run), *options],
+                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    out = subprocess.run(
+        [*python, "ddppo_hpc.evaluate", "--checkpoint", str(run), "--trace", str(swf),
+         "--policies", "ddppo,fcfs", "--backfill", "easy,conservative", "--out", str(results)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "ddppo" in out.stdout
