@@ -144,6 +144,14 @@ def test_jobs_past_slot_k_follow_the_scored_ones_in_queue_order(run_dir):
     assert all(s is not None for s in advice.scores[:16]) and advice.scores[16:] == [None] * 4
 
 
+def test_a_queue_without_pending_jobs_has_no_decision(run_dir):
+    loaded = load_checkpoint(run_dir)
+    config = run_config(loaded)
+    policy = trained_policy(loaded, config, cli.JOB_FEATURES, cli.CLUSTER_FEATURES)
+    advice = cli.advise(Queue(10.0, 4, 0, [], [Running(1, 4, 0, 70.0)], []), policy, config.env)
+    assert (advice.order, advice.scores, cli.priorities(advice)) == ([], [], [])
+
+
 def test_priorities_are_the_ordered_jobs_own_largest_first():
     def given(priorities, order):
         pending = [Pending(j, 0.0, 60.0, 1, 0, 0, p) for j, p in enumerate(priorities)]

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import subprocess
 import sys
 import threading
 from dataclasses import dataclass
@@ -72,7 +71,8 @@ def advise(queue: Queue, policy: torch.nn.Module, env) -> Advice:
     """Visible jobs by the policy's score (ties in queue order: the first is its greedy
     pick), then the jobs past slot K in queue order."""
     visible = min(env.max_queue, len(queue.pending))
-    probs = policy_scores(policy, observation(queue, env.max_queue, *queue.accounts(), env.wait))
+    obs = observation(queue, env.max_queue, *queue.accounts(), env.wait)
+    probs = policy_scores(policy, obs) if visible else []  # nothing to pick: no decision
     scored = sorted(range(visible), key=lambda k: (-probs[k], k))
     return Advice(
         queue,
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             every(args.interval, lambda: advise_once(args, policy, config.env))
     except BrokenPipeError:
         raise
-    except (ConfigError, OSError, ValueError, subprocess.TimeoutExpired) as e:
+    except (ConfigError, OSError, ValueError) as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -178,7 +178,12 @@ def set_priority(job_id: int, priority: int) -> str | None:
     """`scontrol update JobId=N Priority=P` (as the operator); None when it took, else
     scontrol's reason."""
     command = ["scontrol", "update", f"JobId={job_id}", f"Priority={priority}"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        return "scontrol: not found"
+    except subprocess.TimeoutExpired:
+        return "scontrol: no answer in 60 s"
     if done.returncode == 0:
         return None
     return (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
