@@ -40,7 +40,6 @@ Prints tables and asserts nothing about time; progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shlex
@@ -55,6 +54,7 @@ from ddppo_hpc.analyze import readme_block
 from ddppo_hpc.args import bounded_int
 from ddppo_hpc.config import ConfigError
 from ddppo_hpc.data import read_swf
+from ddppo_hpc.data.source import at_load, sources
 from ddppo_hpc.data.split import DEFAULT_SPLIT, describe, part_range
 from ddppo_hpc.evaluate import (
     TRAINED,
@@ -216,8 +216,9 @@ def ratio_rows(results, policy: dict, backfills, where: dict) -> list[dict]:
     best = best_heuristic(results.summary)
     base = window_bsld(results, best)
     rows = []
-    for backfill in backfills:
-        mine = window_bsld(results, (TRAINED, backfill, "request"))
+    for trained_row in schedulers([TRAINED], backfills, [], policy["config"].env.estimate):
+        backfill = trained_row[1]
+        mine = window_bsld(results, trained_row)
         ratio, low, high = paired_ratio(mine, base)
         rows.append({**where, "checkpoint": policy["path"], "backfill": backfill, "best": best})
         rows[-1].update(best_bsld=float(base.mean()), bsld=float(mine.mean()), ratio=ratio)
@@ -244,7 +245,7 @@ def evaluate_load(trace, path: Path, load: tuple[str, float], policies, args) ->
     """Every scheduler on the test windows of `trace` with submit times x the load factor:
     prints the table and the ratios, writes the results file(s); returns the ratio rows."""
     name, (load_name, factor) = short_name(path), load
-    scaled = dataclasses.replace(trace, submit=trace.submit * factor)
+    scaled = at_load(trace, factor)
     fractions = scored_split(policies)
     spans, spec, part = scored_windows(scaled, fractions, args.windows, args.jobs)
     spec["load_factor"] = factor
@@ -261,7 +262,7 @@ def evaluate_load(trace, path: Path, load: tuple[str, float], policies, args) ->
         mine = []
         if policy:
             trained = {**setup, "model": policy["model"], "env": policy["config"].env}
-            own = schedulers([TRAINED], list(args.backfills), ["request"])
+            own = schedulers([TRAINED], list(args.backfills), [], policy["config"].env.estimate)
             mine = run_schedulers(trained, own, f"{label}: {policy['path']}")
         attrs = attributes(policy, trace, path, spec, part, args)
         results = results_of(mine + outcomes, scaled, attrs)
@@ -320,13 +321,19 @@ def trained_how(policy: dict) -> str:
     """`runs/demo` (mlp, trained on ..., update 300 of 300, 2 ranks, easy backfilling)."""
     config, (checkpoint, _) = policy["config"], policy["loaded"]
     data, env = config.data, config.env
-    trace = embedded_name(config) if data.trace == "synthetic" else f"`{data.trace}`"
+    trace = " + ".join(f"`{s.path}`" if s.path else embedded_name(config) for s in sources(data))
+    if data.load_scale != [1.0]:
+        trace += f" with submit times x {', '.join(f'{f:g}' for f in data.load_scale)}"
     return (
         f"`{policy['path']}` ({config.policy.name}, trained on {trace}, train part of split "
         f"{'/'.join(f'{f:g}' for f in data.split)}, update {checkpoint['update']} of "
         f"{config.ppo.updates}, {len(checkpoint['ranks'])} ranks, {env.backfill} backfilling "
-        f"in {env.backfill_order} order, reward {env.reward})"
+        f"in {env.backfill_order} order with the {ESTIMATE_WORDS[env.estimate]}, reward "
+        f"{env.reward})"
     )
+
+
+ESTIMATE_WORDS = {"request": "users' requests", "predicted": "EASY++ predictions"}
 
 
 def paragraph(rows: list[dict], policies: list[dict], args, windows: dict) -> str:
@@ -339,7 +346,7 @@ def paragraph(rows: list[dict], policies: list[dict], args, windows: dict) -> st
     higher = " / ".join(sorted({r["load"] for r in rows} - {"native"}))
     text = (
         f"Policies: {'; '.join(trained_how(p) for p in policies)}, acting greedily and "
-        "backfilling with the users' requests. Baselines: fcfs, sjf, wfp3, unicep, f1 and "
+        "backfilling as they trained. Baselines: fcfs, sjf, wfp3, unicep, f1 and "
         f"sjbf x {' and '.join(args.backfills)} backfilling x the requests or EASY++ "
         "predictions as runtime estimates; the best heuristic is the one with the lowest mean "
         "avg bsld on the same windows. Jobs scored: the test part of each trace (the last "

@@ -97,8 +97,9 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
                      Column<int32_t> user_index, int32_t users, Column<int32_t> group_index,
                      int32_t groups, int32_t machine_procs, size_t window_jobs, size_t max_queue,
                      const std::string& policy, const std::string& backfill,
-                     const std::string& reward, const std::string& baseline, bool dense, bool wait,
-                     bool history, bool agent_backfill, const std::vector<uint64_t>& seeds) {
+                     const std::string& estimate, const std::string& reward,
+                     const std::string& baseline, bool dense, bool wait, bool history,
+                     bool agent_backfill, const std::vector<uint64_t>& seeds) {
   ddppo::Workload w = workload(id, submit, runtime, requested_time, procs, user);
   if (user_index.shape(0) != w.size || group_index.shape(0) != w.size)
     throw std::invalid_argument("user and group indices differ in length from the jobs");
@@ -110,6 +111,7 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
       ddppo::parse_policy(policy),
       ddppo::parse_backfill(backfill),
       ddppo::parse_reward(reward),
+      ddppo::parse_estimate(estimate),
       baseline == "none" ? std::nullopt : std::optional(ddppo::parse_policy(baseline)),
       dense,
       wait,
@@ -163,8 +165,8 @@ NB_MODULE(_core, m) {
   nb::class_<PyBatchEnv>(m, "BatchEnv")
       .def(nb::new_(&make_env), "id"_a, "submit"_a, "runtime"_a, "requested_time"_a, "procs"_a,
            "user"_a, "user_index"_a, "users"_a, "group_index"_a, "groups"_a, "machine_procs"_a,
-           "window_jobs"_a, "max_queue"_a, "policy"_a, "backfill"_a, "reward"_a, "baseline"_a,
-           "dense"_a, "wait"_a, "history"_a, "agent_backfill"_a, "seeds"_a)
+           "window_jobs"_a, "max_queue"_a, "policy"_a, "backfill"_a, "estimate"_a, "reward"_a,
+           "baseline"_a, "dense"_a, "wait"_a, "history"_a, "agent_backfill"_a, "seeds"_a)
       .def("__len__", [](const PyBatchEnv& e) { return e.env.size(); })
       .def_prop_ro("slots", [](const PyBatchEnv& e) { return e.env.slots(); })
       .def_prop_ro("job_features", [](const PyBatchEnv& e) { return e.env.job_features(); })

@@ -46,11 +46,11 @@ void BatchEnv::start_window(Env& e, size_t begin) {
   e.begin = begin;
   e.paid = 0;
   e.sim.emplace(w_, begin, begin + config_.window_jobs, config_.machine_procs, config_.policy,
-                config_.backfill, Estimate::kRequest, config_.agent_backfill);
+                config_.backfill, config_.estimate, config_.agent_backfill);
   if (config_.history) start_history(e);
   if (config_.baseline) {
     Simulator heuristic(w_, begin, begin + config_.window_jobs, config_.machine_procs,
-                        *config_.baseline, config_.backfill);
+                        *config_.baseline, config_.backfill, config_.estimate);
     e.baseline_reward =
         reward_of(compute_metrics(w_, begin, heuristic.run(), config_.machine_procs));
   }

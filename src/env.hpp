@@ -46,6 +46,9 @@ struct EnvConfig {
   Policy policy;     // orders backfill scans (and the heuristic helper)
   Backfill backfill;
   Reward reward;
+  // The runtime estimates of the backfill scans and of the reward baseline's run: the
+  // requests, or the EASY++ predictions (docs/simulation.md).
+  Estimate estimate = Estimate::kRequest;
   // When set, the reward is relative to this heuristic's on the same window (an
   // action-independent baseline: same expected gradient, much less variance).
   std::optional<Policy> baseline;

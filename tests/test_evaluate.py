@@ -322,3 +322,13 @@ def test_the_recorded_row_is_the_logs_schedule_when_every_window_has_it(evaluate
     )  # fmt: skip
     assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
     assert "no recorded schedule (SWF field 3)" in refused.stderr
+
+
+def test_the_trained_policy_backfills_with_the_estimate_it_trained_with():
+    rows = evaluate.schedulers(["ddppo", "f1"], ["none", "easy"], ["request"], "predicted")
+    assert rows == [
+        ("ddppo", "none", "request"),  # without backfilling the estimate changes nothing
+        ("ddppo", "easy", "predicted"),
+        ("f1", "none", "request"),
+        ("f1", "easy", "request"),
+    ]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from ddppo_hpc.data.source import load_scale_problem, source_problem
 from ddppo_hpc.data.split import DEFAULT_SPLIT, split_problem
 from ddppo_hpc.io import reason
 
@@ -21,7 +22,10 @@ class ConfigError(ValueError):
 
 @dataclass
 class DataConfig:
-    trace: str = "synthetic"  # "synthetic", an SWF file or a dataset directory
+    # "synthetic" (the embedded workload), an SWF file or a dataset directory; or a list of
+    # them, each a path or {path: P, weight: W}: a rank's environments are shared out among
+    # the sources in proportion to W (default 1), each on its own machine size
+    trace: str | list = "synthetic"
     # jobs of the embedded workload, all ranks together (GPU mode: DL jobs per rank)
     synthetic_jobs: int = 60_000
     synthetic_seed: int = 0  # the embedded workload's seed
@@ -29,6 +33,9 @@ class DataConfig:
     # train / validation / test fractions of the trace's jobs in submit order: ranks share
     # out the train part; `evaluate` scores the test part, `--split validation` the other
     split: list = field(default_factory=lambda: list(DEFAULT_SPLIT))
+    # submit-time factors (below 1: a higher offered load): each source's environments are
+    # dealt round-robin among them, so that every batch sees every load
+    load_scale: list = field(default_factory=lambda: [1.0])
 
 
 @dataclass
@@ -40,6 +47,9 @@ class EnvConfig:
     # the order of backfill scans (the agent picks the job to run or wait for; backfilling
     # then tries the others in this heuristic's order): fcfs | sjf | wfp3 | unicep | f1
     backfill_order: str = "fcfs"
+    # the runtime estimates of the backfill scans (and of reward_baseline's run): request
+    # (the users' requested times) | predicted (EASY++, docs/simulation.md)
+    estimate: str = "request"
     reward: str = "bsld"  # bsld | wait | utilization | fairshare
     # none, or a heuristic (fcfs | sjf | wfp3 | unicep | f1): the reward becomes the
     # difference to that heuristic's on the same window (less variance, same optimum)
@@ -171,6 +181,7 @@ CHOICES = {
     ("env", "reward"): ("bsld", "wait", "utilization", "fairshare"),
     ("env", "reward_baseline"): ("none", "fcfs", "sjf", "wfp3", "unicep", "f1"),
     ("env", "backfill_order"): ("fcfs", "sjf", "wfp3", "unicep", "f1"),
+    ("env", "estimate"): ("request", "predicted"),
     ("policy", "name"): ("mlp", "attention", "gtrxl", "dual"),
     ("gpu", "mode"): ("off", "placement", "dual"),
     ("gpu", "order"): ("fifo", "srtf", "las"),
@@ -198,6 +209,12 @@ POSITIVE = {
     ("gpu", "machines_per_rack"),
     ("gpu", "gpus_per_machine"),
 }
+# Keys whose values are lists or several types: what is wrong with a value, or None.
+CHECKED = {
+    ("data", "trace"): source_problem,
+    ("data", "split"): split_problem,
+    ("data", "load_scale"): load_scale_problem,
+}
 # What `--resume` may change: how long and how fast the run learns from here, its
 # checkpoints, device and evaluation, and the distribution (dist.*). Every other key shapes
 # the environments, the network or the data the checkpoint's state belongs to.
@@ -223,7 +240,15 @@ def _set(config: TrainConfig, section: str, key: str, value: object, where: str)
     fields = {f.name: f for f in dataclasses.fields(part)}
     if key not in fields:
         raise ConfigError(f"{where}: unknown key '{section}.{key}' (known: {', '.join(fields)})")
-    setattr(part, key, _convert(value, type(getattr(part, key)), f"{where}: '{section}.{key}'"))
+    name = f"{where}: '{section}.{key}'"
+    check = CHECKED.get((section, key))
+    if check is None:
+        setattr(part, key, _convert(value, type(getattr(part, key)), name))
+        return
+    problem = check(value)
+    if problem:
+        raise ConfigError(f"{name}: {problem}")
+    setattr(part, key, value)
 
 
 def _convert(value: object, kind: type, name: str) -> object:
@@ -236,10 +261,6 @@ def _convert(value: object, kind: type, name: str) -> object:
         raise ConfigError(f"{name} must be {kind.__name__}, not {value!r}")
     if kind is float and not math.isfinite(value):
         raise ConfigError(f"{name} must be a finite number, not {value!r}")
-    if kind is list:  # the only list is data.split
-        problem = split_problem(value)
-        if problem:
-            raise ConfigError(f"{name}: {problem}")
     return value
 
 
@@ -266,6 +287,13 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'env.agent_backfill' is for the HPC queue (gpu.mode: off)")
     if config.env.agent_backfill and config.env.backfill == "none":
         raise ConfigError("'env.agent_backfill' needs 'env.backfill' easy or conservative")
+    if config.gpu.mode != "off" and (
+        isinstance(config.data.trace, list) or config.data.load_scale != [1.0]
+    ):
+        raise ConfigError(
+            "a list of sources in 'data.trace' and 'data.load_scale' are for the HPC queue "
+            "(gpu.mode: off)"
+        )
     if config.run.keep_best and config.gpu.mode != "off":
         raise ConfigError("'run.keep_best' is for the HPC queue (gpu.mode: off)")
     if config.ppo.imitation_updates < 0:

@@ -8,16 +8,17 @@ with a table of means and, with --out, every job's schedule in an HDF5 results f
     mpirun -n 4 python -m ddppo_hpc.evaluate --trace lanl/ --windows 64 --jobs 4096 --out r.h5
 
 The trained policy ("ddppo") acts greedily (its most probable visible job). Without
---checkpoint only the heuristics run. Without --trace: the run's own trace (for a run on
-the embedded workload, that workload). Every trace is split by time (the run's data.split,
-default 0.7/0.1/0.2 of the jobs in submit order): windows lie in the test part, or with
+--checkpoint only the heuristics run. Without --trace: the run's own trace (its first, for
+a run on several; for a run on the embedded workload, that workload). Every trace is split
+by time (the run's data.split, default 0.7/0.1/0.2 of the jobs in submit order): windows
+lie in the test part, or with
 --split validation in the validation part (to choose between runs or checkpoints); --split
 train scores a policy on jobs it trained on and needs --allow-train-jobs. Windows: the
 RLScheduler protocol (10 consecutive windows of 1024 jobs from the part's first job) unless
 --windows N --jobs M [--seed S] (N windows at seeded random starts) or --full (the whole
 part). Heuristics backfill with the users' requests and with EASY++ predictions (--estimate);
-the trained policy with the requests, as it trained. Under mpirun, rank r evaluates windows
-r, r + size, ...; rank 0 gathers and writes.
+the trained policy with the estimate it trained with (env.estimate). Under mpirun, rank r
+evaluates windows r, r + size, ...; rank 0 gathers and writes.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from mpi4py import MPI
 import ddppo_hpc
 from ddppo_hpc.args import SEED_MAX, bounded_int, names, run
 from ddppo_hpc.config import ConfigError, EnvConfig, TrainConfig, from_dict
-from ddppo_hpc.data.source import source_path, whole_trace
+from ddppo_hpc.data.source import sources, whole_trace
 from ddppo_hpc.data.split import PARTS, describe, part_range
 from ddppo_hpc.data.trace import Trace, TraceError
 from ddppo_hpc.dist.control import CHECKPOINT, read_checkpoint
@@ -81,8 +82,8 @@ def run_policy(
 ) -> list[tuple[int, np.ndarray, dict]]:
     """(window, start times, metrics) of one greedy episode per window of `spans` (window ->
     (first job, jobs)): one batch per window length, one environment per window. The queue
-    length, backfill order, wait action, history and agent backfilling are the training
-    run's (with `backfill` none, agent backfilling has no decision to make)."""
+    length, backfill order and estimate, wait action, history and agent backfilling are the
+    training run's (with `backfill` none, agent backfilling has no decision to make)."""
     done = []
     for length in sorted({n for _, n in spans.values()}):
         windows = [w for w, (_, n) in spans.items() if n == length]
@@ -95,6 +96,7 @@ def run_policy(
             options.backfill_order,
             wait=options.wait,
             history=options.history,
+            estimate=options.estimate,
             agent_backfill=options.agent_backfill,
         )
         env.reset()
@@ -111,22 +113,26 @@ def run_policy(
     return sorted(done, key=lambda d: d[0])
 
 
-def schedulers(policies: list[str], backfills: list[str], estimates: list[str]) -> list[tuple]:
+def schedulers(
+    policies: list[str], backfills: list[str], estimates: list[str], trained: str = "request"
+) -> list[tuple]:
     """(policy, backfill, estimate) of every row: the trained policy backfills with the
-    requests, as it trained; without backfilling the estimate changes nothing, so it runs
-    once, with the requests; the recorded schedule is one row, neither backfilled nor
-    estimated ("-")."""
+    estimate it trained with (`trained`, env.estimate); without backfilling the estimate
+    changes nothing, so it runs once, with the requests; the recorded schedule is one row,
+    neither backfilled nor estimated ("-")."""
     rows = []
     for name in policies:
         if name == RECORDED:
             rows.append((RECORDED, "-", "-"))
-            continue
-        rows += [
-            (name, backfill, estimate)
-            for backfill in backfills
-            for estimate in estimates
-            if estimate == "request" or (name != TRAINED and backfill != "none")
-        ]
+        elif name == TRAINED:
+            rows += [(name, b, "request" if b == "none" else trained) for b in backfills]
+        else:
+            rows += [
+                (name, backfill, estimate)
+                for backfill in backfills
+                for estimate in estimates
+                if estimate == "request" or backfill != "none"
+            ]
     return rows
 
 
@@ -205,8 +211,9 @@ def weights_problem(expected: dict, saved: object) -> str | None:
 
 
 def evaluation_trace(config: TrainConfig, trace_path: str | None) -> tuple[Trace, str | None]:
-    """The trace to evaluate on and its path (None for the run's embedded workload)."""
-    path = trace_path or source_path(config.data)
+    """The trace to evaluate on and its path (None for the run's embedded workload): by
+    default the run's first source."""
+    path = trace_path or sources(config.data)[0].path
     return whole_trace(path, config.data), path
 
 
@@ -316,7 +323,7 @@ def prepare(args: argparse.Namespace, loaded: tuple[dict, Path] | None, config: 
         "spans": spans,
         "model": model,
         "env": config.env,
-        "schedulers": schedulers(policies, backfills, args.estimate),
+        "schedulers": schedulers(policies, backfills, args.estimate, config.env.estimate),
         "attrs": attrs,
         "scored": scored_line(trace, part, spec),
     }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import sys
 import time
 from pathlib import Path
@@ -17,15 +16,24 @@ from ddppo_hpc.sim import simulate
 
 def baseline_bslds(env, info: dict, terminated: np.ndarray, config) -> list[float]:
     """For each episode that `terminated` ends, the avg bsld of the run's env.reward_baseline
-    on the same window (env.backfill, backfilling on the requests): the heuristic the
-    environment compares the policy with, on the same jobs. NaN without a baseline (and in
-    GPU mode, whose score is JCT)."""
+    on the same window (env.backfill with env.estimate): the heuristic the environment
+    compares the policy with, on the same jobs. NaN without a baseline (and in GPU mode,
+    whose score is JCT)."""
     e = config.env
     if config.gpu.mode != "off" or e.reward_baseline == "none":
         return [np.nan] * int(terminated.sum())
-    starts = info["episode_start"][terminated].tolist()
-    run = functools.partial(simulate, env.trace, e.reward_baseline, e.backfill, jobs=e.window_jobs)
-    return [run(start=start).metrics["avg_bsld"] for start in starts]
+    ended = np.flatnonzero(terminated)
+    return [
+        simulate(
+            env.window_trace(i),
+            e.reward_baseline,
+            e.backfill,
+            int(s),
+            e.window_jobs,
+            e.estimate,
+        ).metrics["avg_bsld"]
+        for i, s in zip(ended, info["episode_start"][ended])
+    ]
 
 
 class MetricsLog:

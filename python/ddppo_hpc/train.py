@@ -26,11 +26,13 @@ import torch
 from mpi4py import MPI
 
 from ddppo_hpc.args import run
-from ddppo_hpc.config import TrainConfig, load_config, resume_config
-from ddppo_hpc.data.source import part_trace, rank_train_trace
+from ddppo_hpc.config import EnvConfig, TrainConfig, load_config, resume_config
+from ddppo_hpc.data.source import at_load, part_trace, rank_train_trace, sources
+from ddppo_hpc.data.trace import Trace
 from ddppo_hpc.dist import context, control, sync
 from ddppo_hpc.dist.preemption import Preemption
 from ddppo_hpc.env import VecSchedulingEnv
+from ddppo_hpc.env.mixed import MixedVecEnv, dealt, shares
 from ddppo_hpc.evaluate import run_policy
 from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.metrics_log import MetricsLog, baseline_bslds
@@ -39,24 +41,39 @@ from ddppo_hpc.rl import RolloutStorage, gae, imitation_loss, ppo_loss
 from ddppo_hpc.sim import protocol_windows
 
 
-def make_env(config: TrainConfig, rank: int, size: int) -> VecSchedulingEnv:
-    """This rank's environments: HPC queue ones, or GPU-cluster ones (`gpu.mode`)."""
+def make_env(config: TrainConfig, rank: int, size: int) -> VecSchedulingEnv | MixedVecEnv:
+    """This rank's environments: HPC queue ones, or GPU-cluster ones (`gpu.mode`). With several
+    sources or load factors (data.trace, data.load_scale), a batch of groups, one per source
+    and factor, in that order: environment i keeps seed run.seed + rank * num_envs + i."""
     if config.gpu.mode != "off":
         return gpu_training.make_env(config, rank, size)
-    env = config.env
+    env, data = config.env, config.data
+    found = sources(data)
+    groups, first = [], config.run.seed + rank * env.num_envs
+    for source, count in zip(found, shares([s.weight for s in found], env.num_envs)):
+        trace = rank_train_trace(source, data, rank, size, env.window_jobs)
+        for factor, n in dealt(count, data.load_scale):
+            groups.append(queue_envs(at_load(trace, factor), n, env, first))
+            first += n
+    return groups[0] if len(groups) == 1 else MixedVecEnv(groups)
+
+
+def queue_envs(trace: Trace, n: int, env: EnvConfig, seed: int) -> VecSchedulingEnv:
+    """`n` HPC queue environments on `trace` as `env` configures them, seeds from `seed`."""
     return VecSchedulingEnv(
-        rank_train_trace(config.data, rank, size, env.window_jobs),
-        env.num_envs,
+        trace,
+        n,
         env.window_jobs,
         env.max_queue,
         env.backfill,
         env.backfill_order,
         env.reward,
-        seed=config.run.seed + rank * env.num_envs,
+        seed=seed,
         baseline=env.reward_baseline,
         dense=env.dense_reward,
         wait=env.wait,
         history=env.history,
+        estimate=env.estimate,
         agent_backfill=env.agent_backfill,
     )
 
@@ -210,15 +227,18 @@ class Trainer:
     def validate(self) -> tuple[float, bool]:
         """(score, whether it is the best so far): the greedy policy's mean avg bsld over
         run.eval_windows consecutive windows of env.window_jobs jobs from the validation
-        part's first job (the last clipped at its end)."""
-        env = self.config.env
+        part's first job (the last clipped at its end); with several sources, the geometric
+        mean of their scores (each trace counts alike, whatever its bsld scale)."""
+        env, data = self.config.env, self.config.data
         if self.validation is None:  # read once per run, at the first validation
-            self.validation = part_trace(self.config.data, "validation")[0]
-        trace = self.validation
-        windows = protocol_windows(len(trace), 0, self.config.run.eval_windows, env.window_jobs)
+            self.validation = [part_trace(s, data, "validation")[0] for s in sources(data)]
         policy = copy.deepcopy(self.policy).cpu()
-        runs = run_policy(policy, trace, dict(enumerate(windows)), env, env.backfill)
-        score = float(np.mean([metrics["avg_bsld"] for _, _, metrics in runs]))
+        scores = []
+        for trace in self.validation:
+            windows = protocol_windows(len(trace), 0, self.config.run.eval_windows, env.window_jobs)
+            runs = run_policy(policy, trace, dict(enumerate(windows)), env, env.backfill)
+            scores.append(np.mean([metrics["avg_bsld"] for _, _, metrics in runs]))
+        score = float(np.exp(np.mean(np.log(scores))))
         improved = score < self.best
         self.best = min(self.best, score)
         return score, improved

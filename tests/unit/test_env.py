@@ -8,7 +8,7 @@ from simhelpers import trace_of
 
 from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.env import EPISODE_METRICS, SchedulingEnv, VecSchedulingEnv
-from ddppo_hpc.sim import BACKFILLS, POLICIES, simulate
+from ddppo_hpc.sim import BACKFILLS, ESTIMATES, POLICIES, simulate
 
 WINDOW = 150
 
@@ -18,13 +18,14 @@ def trace():
     return generate(3000, machine_procs=64, seed=5)
 
 
+@pytest.mark.parametrize("estimate", ESTIMATES)
 @pytest.mark.parametrize("wait", [False, True])  # the heuristics never wait
 @pytest.mark.parametrize("backfill", BACKFILLS)
 @pytest.mark.parametrize("policy", POLICIES)
-def test_heuristic_through_env_equals_the_simulator(trace, policy, backfill, wait):
+def test_heuristic_through_env_equals_the_simulator(trace, policy, backfill, wait, estimate):
     # Every waiting job is visible (K = window), so the helper sees what the simulator sees.
     env = VecSchedulingEnv(
-        trace, 3, WINDOW, WINDOW, backfill=backfill, policy=policy, seed=11, wait=wait
+        trace, 3, WINDOW, WINDOW, backfill, policy, seed=11, wait=wait, estimate=estimate
     )
     env.reset()
     assert len(env.last_start_times(0)) == 0  # no episode finished yet
@@ -33,7 +34,7 @@ def test_heuristic_through_env_equals_the_simulator(trace, policy, backfill, wai
         _, _, terminated, _, info = env.step(env.heuristic_actions())
         for i in np.flatnonzero(terminated):
             start = int(info["episode_start"][i])
-            expected = simulate(trace, policy, backfill, start=start, jobs=WINDOW)
+            expected = simulate(trace, policy, backfill, start, WINDOW, estimate)
             assert {m: info[m][i] for m in EPISODE_METRICS} == {
                 m: expected.metrics[m] for m in EPISODE_METRICS
             }
@@ -117,13 +118,17 @@ def test_episode_rewards(trace, reward):
     assert reward_of_episode == pytest.approx(expected, rel=1e-6)
 
 
+@pytest.mark.parametrize("estimate", ESTIMATES)
 @pytest.mark.parametrize("baseline", ["sjf", "f1"])
-def test_rewards_relative_to_a_baseline_heuristic(trace, baseline):
-    # FCFS picks; the reward is FCFS's minus the baseline's on the same window.
-    env = VecSchedulingEnv(trace, 2, window_jobs=100, max_queue=100, seed=3, baseline=baseline)
+def test_rewards_relative_to_a_baseline_heuristic(trace, baseline, estimate):
+    # FCFS picks; the reward is FCFS's minus the baseline's on the same window, both
+    # backfilling with the same estimates.
+    env = VecSchedulingEnv(
+        trace, 2, window_jobs=100, max_queue=100, seed=3, baseline=baseline, estimate=estimate
+    )
     reward, start = first_episode_end(env)
-    ours = simulate(trace, "fcfs", "easy", start=start, jobs=100).metrics["avg_bsld"]
-    theirs = simulate(trace, baseline, "easy", start=start, jobs=100).metrics["avg_bsld"]
+    ours = simulate(trace, "fcfs", "easy", start, 100, estimate).metrics["avg_bsld"]
+    theirs = simulate(trace, baseline, "easy", start, 100, estimate).metrics["avg_bsld"]
     assert ours != theirs
     assert reward == pytest.approx(-(ours - theirs), rel=1e-6)
 

@@ -6,7 +6,7 @@ from simhelpers import TINY_TRAINING
 
 from ddppo_hpc.config import ConfigError, DataConfig, load_config
 from ddppo_hpc.data import convert
-from ddppo_hpc.data.source import embedded_workload, part_trace, rank_train_trace
+from ddppo_hpc.data.source import Source, embedded_workload, part_trace, rank_train_trace, sources
 from ddppo_hpc.data.split import describe, part_range
 from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.data.trace import TraceError
@@ -34,7 +34,7 @@ def test_parts_are_consecutive_and_floor_the_decimal_fractions():
         ("[0, 0.5, 0.5]", "the train fraction must be positive, not 0"),
         ("[0.9, -0.1, 0.2]", "finite and not negative"),
         ("[0.5, 0.5, x]", "must be three numbers"),
-        ("0.7", "'data.split' must be list, not 0.7"),
+        ("0.7", "'data.split': must be three fractions (train, validation, test), not 0.7"),
     ],
 )
 def test_a_bad_split_names_the_key(value, message):
@@ -43,11 +43,14 @@ def test_a_bad_split_names_the_key(value, message):
     assert message in str(e.value)
 
 
+EMBEDDED = Source(None)
+
+
 def test_ranks_share_out_the_train_part_and_nothing_else():
     data = DataConfig(synthetic_jobs=1000)
     whole = embedded_workload(data)
     for size in (1, 2, 3):
-        blocks = [rank_train_trace(data, r, size, 1).id.tolist() for r in range(size)]
+        blocks = [rank_train_trace(EMBEDDED, data, r, size, 1).id.tolist() for r in range(size)]
         assert sum(blocks, []) == whole.id[:700].tolist()  # contiguous, disjoint, in order
 
 
@@ -63,15 +66,15 @@ def test_a_store_rank_reads_its_block_of_the_train_part(tmp_path):
     log.write_text("; MaxProcs: 16\n" + "\n".join(lines) + "\n")
     convert.convert([log], tmp_path / "ds", partitions=4)
     data = DataConfig(trace=str(tmp_path / "ds"), split=[0.5, 0.25, 0.25])
-    assert rank_train_trace(data, 1, 2, 1).id.tolist() == list(range(26, 51))
-    validation, bounds, total = part_trace(data, "validation")
+    assert rank_train_trace(sources(data)[0], data, 1, 2, 1).id.tolist() == list(range(26, 51))
+    validation, bounds, total = part_trace(sources(data)[0], data, "validation")
     assert (bounds, total, validation.id.tolist()) == ((50, 75), 100, list(range(51, 76)))
 
 
 def test_a_rank_block_shorter_than_an_episode_is_refused():
     data = DataConfig(synthetic_jobs=1000)
     with pytest.raises(TraceError) as e:
-        rank_train_trace(data, 3, 4, 200)
+        rank_train_trace(EMBEDDED, data, 3, 4, 200)
     assert str(e.value).startswith(
         "synthetic: rank 3 of 4 gets 175 jobs of the train part: jobs 0 .. 699 of 1000 (split "
         "0.7/0.1/0.2), fewer than env.window_jobs (200)"

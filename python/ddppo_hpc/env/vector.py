@@ -39,9 +39,11 @@ class VecSchedulingEnv:
     the next step: copy what must outlive it. With `history`, every job slot also has the
     EASY++ prediction and its user's history, and the cluster features summarise the queue
     past slot K (`jobs` has `job_features`, `cluster` `cluster_features` columns;
-    docs/environment.md, "History"). With `agent_backfill`, backfill scans are decisions too:
-    the mask shows the jobs the backfill allows to start now and slot K stops the scan; the
-    cluster features say whether it is one (docs/environment.md, "Agent backfilling").
+    docs/environment.md, "History"). `estimate` (request or predicted, the EASY++
+    predictions) is the runtime estimate of the backfill scans and the reward baseline's run.
+    With `agent_backfill`, backfill scans are decisions too: the mask shows the jobs the
+    backfill allows to start now and slot K stops the scan; the cluster features say whether
+    it is one (docs/environment.md, "Agent backfilling").
     """
 
     METRICS = EPISODE_METRICS  # the episode metrics in `info`, in the core's column order
@@ -61,6 +63,7 @@ class VecSchedulingEnv:
         dense: bool = False,
         wait: bool = False,
         history: bool = False,
+        estimate: str = "request",
         agent_backfill: bool = False,
     ):
         if num_envs < 1:
@@ -80,6 +83,7 @@ class VecSchedulingEnv:
             max_queue,
             policy,
             backfill,
+            estimate,
             reward,
             baseline,
             dense,
@@ -173,6 +177,10 @@ class VecSchedulingEnv:
         """Start times of the jobs (in trace order) of environment i's last finished episode,
         whose first job is `info["episode_start"][i]` of the step that ended it."""
         return self._core.last_start_times(i)
+
+    def window_trace(self, i: int) -> Trace:
+        """The trace that environment i's windows come from (every one's, here)."""
+        return self.trace
 
     def heuristic_actions(self) -> np.ndarray:
         """The backfill policy's heuristic pick among each environment's visible jobs."""

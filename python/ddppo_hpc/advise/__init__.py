@@ -1,0 +1,2 @@
+"""`python -m ddppo_hpc.advise`: a trained policy orders a live Slurm queue (cli.py;
+docs/advise.md)."""
