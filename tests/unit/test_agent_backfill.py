@@ -18,7 +18,7 @@ from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.dist import context
 from ddppo_hpc.env import EPISODE_METRICS, SchedulingEnv, VecSchedulingEnv
 from ddppo_hpc.env.vector import CLUSTER_FEATURES, HISTORY_CLUSTER_FEATURES, feature_widths
-from ddppo_hpc.sim import POLICIES, simulate
+from ddppo_hpc.sim import ESTIMATES, POLICIES, simulate
 from ddppo_hpc.train import train
 
 K = 4
@@ -145,15 +145,15 @@ def test_slot_k_waits_at_a_pick_and_stops_a_scan_with_env_wait():
     assert decision(obs) == ([True, True, True, False, True], [0, 0, 0, 0])
 
 
+@pytest.mark.parametrize("estimate", ESTIMATES)
 @pytest.mark.parametrize("wait", [False, True])
 @pytest.mark.parametrize("backfill", ["easy", "conservative"])
 @pytest.mark.parametrize("policy", POLICIES)
-def test_the_heuristic_scan_through_env_equals_the_simulator(policy, backfill, wait):
+def test_the_heuristic_scan_through_env_equals_the_simulator(policy, backfill, wait, estimate):
     trace = generate(3000, machine_procs=64, seed=5)
     window = 150  # K = window: every waiting job is visible
-    env = VecSchedulingEnv(
-        trace, 3, window, window, backfill, policy, seed=11, wait=wait, agent_backfill=True
-    )
+    options = dict(seed=11, wait=wait, estimate=estimate, agent_backfill=True)
+    env = VecSchedulingEnv(trace, 3, window, window, backfill, policy, **options)
     env.reset()
     checked = decisions = 0
     while checked < 6:
@@ -161,7 +161,7 @@ def test_the_heuristic_scan_through_env_equals_the_simulator(policy, backfill, w
         _, _, terminated, _, info = env.step(env.heuristic_actions())
         for i in np.flatnonzero(terminated):
             expected = simulate(
-                trace, policy, backfill, start=int(info["episode_start"][i]), jobs=window
+                trace, policy, backfill, int(info["episode_start"][i]), window, estimate
             )
             assert {m: info[m][i] for m in EPISODE_METRICS} == {
                 m: expected.metrics[m] for m in EPISODE_METRICS

@@ -1,7 +1,8 @@
 """Agent backfilling against the pure-Python reference: a random agent's picks and backfill
 decisions, made in the reference with its own reading of docs/environment.md ("Agent
 backfilling"), replayed in the environment: the same masks at every decision and the same
-start times, on random small traces under every policy, EASY and conservative."""
+start times, on random small traces under every policy, EASY and conservative, with the requests and
+with the EASY++ predictions as estimates."""
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from reference_sim import Job, _earliest_start, _profile, _shadow_time
 from simhelpers import trace_of
 
 from ddppo_hpc.env import VecSchedulingEnv
-from ddppo_hpc.sim import POLICIES
+from ddppo_hpc.sim import ESTIMATES, POLICIES
 
 MACHINE = 8
 STOP = "stop"
@@ -73,7 +74,7 @@ def random_jobs(rng, n=40):
     ]  # fmt: skip
 
 
-def reference_decisions(jobs, policy, backfill, rng, monkeypatch):
+def reference_decisions(jobs, policy, backfill, estimate, rng, monkeypatch):
     """The reference's start times and its decisions in order: (mask over the waiting jobs
     in queue order, True for a backfill decision, the slot chosen or STOP)."""
     decisions = []
@@ -93,20 +94,21 @@ def reference_decisions(jobs, policy, backfill, rng, monkeypatch):
 
     monkeypatch.setattr(AgentReference, "agent", staticmethod(backfill_agent))
     monkeypatch.setattr(reference_sim, "_Sim", AgentReference)
-    starts = reference_sim.simulate(jobs, MACHINE, policy, backfill, choose=pick)
+    starts = reference_sim.simulate(jobs, MACHINE, policy, backfill, choose=pick, estimate=estimate)
     return [starts[j.id] for j in jobs], decisions
 
 
 @pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("estimate", ESTIMATES)
 @pytest.mark.parametrize("backfill", ["easy", "conservative"])
 @pytest.mark.parametrize("policy", POLICIES)
-def test_random_decisions_match_the_reference(policy, backfill, seed, monkeypatch):
+def test_random_decisions_match_the_reference(policy, backfill, estimate, seed, monkeypatch):
     rng = np.random.default_rng(seed)
     jobs = random_jobs(rng)
-    expected, decisions = reference_decisions(jobs, policy, backfill, rng, monkeypatch)
+    expected, decisions = reference_decisions(jobs, policy, backfill, estimate, rng, monkeypatch)
     k = len(jobs)  # every waiting job is visible
     env = VecSchedulingEnv(trace_of(jobs, MACHINE), 1, k, k, backfill, policy,
-                           agent_backfill=True)  # fmt: skip
+                           estimate=estimate, agent_backfill=True)  # fmt: skip
     obs, _ = env.reset()
     assert sum(backfilling for _, backfilling, _ in decisions) > 5
     for step, (mask, backfilling, slot) in enumerate(decisions):
