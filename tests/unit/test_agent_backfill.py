@@ -5,6 +5,7 @@ against the environment without them, with env.wait, resume, evaluation and trai
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from reference_sim import Job
 from simhelpers import TINY_TRAINING, trace_of
 
 from ddppo_hpc import evaluate
+from ddppo_hpc.advise import cli as advise_cli
 from ddppo_hpc.config import ConfigError, EnvConfig, load_config
 from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.dist import context
@@ -290,3 +292,16 @@ def test_an_agent_backfilling_checkpoint_evaluates(tmp_path):
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "ddppo" in out.stdout
+
+
+def test_advise_refuses_an_agent_backfilling_checkpoint(tmp_path, capsys):
+    run = tmp_path / "run"
+    config = load_config(None, [*TINY_TRAINING, "env.agent_backfill=true", "ppo.updates=1"])
+    train(config, context.init("cpu"), run, resume=False)
+    capsys.readouterr()  # the training's log
+    snapshot = Path(__file__).parent.parent / "data" / "advise" / "busy.json"
+    args = ["--checkpoint", str(run), "--from-json", str(snapshot)]
+    assert advise_cli.main(args) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert "env.agent_backfill: advise orders the queue" in err
