@@ -99,7 +99,7 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
                      const std::string& policy, const std::string& backfill,
                      const std::string& estimate, const std::string& reward,
                      const std::string& baseline, bool dense, bool wait, bool history,
-                     const std::vector<uint64_t>& seeds) {
+                     bool agent_backfill, const std::vector<uint64_t>& seeds) {
   ddppo::Workload w = workload(id, submit, runtime, requested_time, procs, user);
   if (user_index.shape(0) != w.size || group_index.shape(0) != w.size)
     throw std::invalid_argument("user and group indices differ in length from the jobs");
@@ -115,7 +115,8 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
       baseline == "none" ? std::nullopt : std::optional(ddppo::parse_policy(baseline)),
       dense,
       wait,
-      history};
+      history,
+      agent_backfill};
   std::vector<nb::object> keep;
   for (nb::handle h :
        {nb::cast(id), nb::cast(submit), nb::cast(runtime), nb::cast(requested_time),
@@ -160,11 +161,12 @@ NB_MODULE(_core, m) {
   m.attr("CLUSTER_FEATURES") = ddppo::kClusterFeatures;
   m.attr("HISTORY_JOB_FEATURES") = ddppo::kHistoryJobFeatures;
   m.attr("HISTORY_CLUSTER_FEATURES") = ddppo::kHistoryClusterFeatures;
+  m.attr("BACKFILL_CLUSTER_FEATURES") = ddppo::kBackfillClusterFeatures;
   nb::class_<PyBatchEnv>(m, "BatchEnv")
       .def(nb::new_(&make_env), "id"_a, "submit"_a, "runtime"_a, "requested_time"_a, "procs"_a,
            "user"_a, "user_index"_a, "users"_a, "group_index"_a, "groups"_a, "machine_procs"_a,
            "window_jobs"_a, "max_queue"_a, "policy"_a, "backfill"_a, "estimate"_a, "reward"_a,
-           "baseline"_a, "dense"_a, "wait"_a, "history"_a, "seeds"_a)
+           "baseline"_a, "dense"_a, "wait"_a, "history"_a, "agent_backfill"_a, "seeds"_a)
       .def("__len__", [](const PyBatchEnv& e) { return e.env.size(); })
       .def_prop_ro("slots", [](const PyBatchEnv& e) { return e.env.slots(); })
       .def_prop_ro("job_features", [](const PyBatchEnv& e) { return e.env.job_features(); })
@@ -196,7 +198,8 @@ NB_MODULE(_core, m) {
               throw std::invalid_argument("one action per environment");
             e.env.heuristic_actions(actions.data());
           },
-          "Writes the configured heuristic's pick among each environment's visible jobs.")
+          "Writes the configured heuristic's pick among each environment's visible jobs (at a "
+          "backfill decision, the job its scan would start next).")
       .def(
           "episodes", [](const PyBatchEnv& e, size_t i) { return e.env.episodes(i); }, "i"_a,
           "Episodes started so far by environment i, the current one included.")

@@ -9,6 +9,17 @@ namespace ddppo {
 // EASY (Lifka 1995): the shadow time S is when the committed job H would fit if running
 // jobs ended at their estimates; `extra` procs are free at S beyond what H needs.
 void Simulator::easy_scan() {
+  Shadow s = easy_shadow();
+  if (estimate_ == Estimate::kPredicted)
+    scan_queue(s);
+  else if (static_order())
+    scan_in_rank_order(s);
+  else
+    scan_candidates(s);
+}
+
+// S and extra at now, computed once per scan.
+Simulator::Shadow Simulator::easy_shadow() {
   const std::vector<Running>& ends = estimated_ends();
   const int32_t need = w_.procs[committed_];
   int32_t avail = free_;
@@ -21,12 +32,7 @@ void Simulator::easy_scan() {
   for (; k < ends.size() && std::max(ends[k].estimated_end, now_) == s.time; ++k)
     avail += w_.procs[ends[k].job];
   s.extra = avail - need;
-  if (estimate_ == Estimate::kPredicted)
-    scan_queue(s);
-  else if (static_order())
-    scan_in_rank_order(s);
-  else
-    scan_candidates(s);
+  return s;
 }
 
 // J may start if it fits now and ends by the shadow time or fits in the extra procs.

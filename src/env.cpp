@@ -46,7 +46,7 @@ void BatchEnv::start_window(Env& e, size_t begin) {
   e.begin = begin;
   e.paid = 0;
   e.sim.emplace(w_, begin, begin + config_.window_jobs, config_.machine_procs, config_.policy,
-                config_.backfill, config_.estimate);
+                config_.backfill, config_.estimate, config_.agent_backfill);
   if (config_.history) start_history(e);
   if (config_.baseline) {
     Simulator heuristic(w_, begin, begin + config_.window_jobs, config_.machine_procs,
@@ -93,16 +93,37 @@ void BatchEnv::step(const int32_t* actions, Outputs out) {
 }
 
 void BatchEnv::act(Env& e, int32_t action) {
-  if (config_.wait && action == static_cast<int32_t>(config_.max_queue) && e.sim->can_wait()) {
-    e.sim->wait();
-    if (config_.history) track(e, -1);
-    return;
+  Simulator& s = *e.sim;
+  const size_t visible = std::min(config_.max_queue, s.waiting().size());
+  const bool job_slot = action >= 0 && static_cast<size_t>(action) < visible;
+  int32_t picked = -1;  // the job picked or backfilled (-1: a wait or a stop)
+  if (s.backfilling()) {
+    if (job_slot && s.backfill_allows(s.waiting()[action])) {
+      picked = s.waiting()[action];
+      s.backfill_at(action);
+    } else {
+      s.stop_backfill();  // the stop slot K, or a slot the mask does not allow
+    }
+  } else if (config_.wait && action == static_cast<int32_t>(config_.max_queue) && s.can_wait()) {
+    s.wait();
+  } else {
+    const size_t position = job_slot ? action : 0;
+    picked = s.waiting()[position];
+    s.pick_at(position);
   }
-  size_t visible = std::min(config_.max_queue, e.sim->waiting().size());
-  size_t position = action >= 0 && static_cast<size_t>(action) < visible ? action : 0;
-  int32_t picked = e.sim->waiting()[position];
-  e.sim->pick_at(position);
+  if (config_.agent_backfill) skip_hidden_backfills(s);
   if (config_.history) track(e, picked);
+}
+
+// A backfill decision is the agent's only when a visible job is allowed: the others stop.
+void BatchEnv::skip_hidden_backfills(Simulator& s) const {
+  while (s.backfilling()) {
+    const std::vector<int32_t>& queue = s.waiting();
+    const size_t visible = std::min(config_.max_queue, queue.size());
+    for (size_t k = 0; k < visible; ++k)
+      if (s.backfill_allows(queue[k])) return;
+    s.stop_backfill();
+  }
 }
 
 void BatchEnv::restore(size_t i, uint64_t episode, const std::vector<int32_t>& actions) {
@@ -203,7 +224,7 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     f[9] = static_cast<float>(std::min(std::log10(1.0 + w_.requested_time[j]) / kLogDecades, 1.0));
     f[10] = static_cast<float>(std::min(std::log10(1.0 + now - w_.submit[j]) / kLogDecades, 1.0));
     f[11] = static_cast<float>(log_machine > 0 ? std::log2(w_.procs[j]) / log_machine : 0.0);
-    mask[k] = 1;
+    mask[k] = !s.backfilling() || s.backfill_allows(j);
   }
   // Feature 12: the job's rank under F1 (Carastan-Neto and de Camargo, 2017), a score fitted
   // to Lublin-model workloads and the strongest of the classic heuristics there: a prior
@@ -220,15 +241,18 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   c[0] = static_cast<float>(s.free_procs() / machine);
   c[1] = static_cast<float>(std::min(remaining / (machine * kTimeScale), 1.0));
   c[2] = static_cast<float>(std::min(static_cast<double>(queue.size()) / K, 1.0));
-  if (config_.wait) observe_wait(e, jobs + K * F, mask + K);
+  if (S > K) observe_wait(e, jobs + K * F, mask + K);
   if (config_.history) observe_history(e, jobs, c);
+  if (config_.agent_backfill)
+    observe_backfill(s, c + cluster_features() - kBackfillClusterFeatures);
 }
 
-// The wait slot shows what waiting costs (the time to the next event, which every waiting
-// job waits at least) and what it could buy (the procs that free up then).
+// Slot K, the wait at a pick and the stop at a backfill decision, shows what starting nothing
+// until the next event costs (the time to it, which every waiting job waits at least) and
+// what it could buy (the procs that free up then).
 void BatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
   const Simulator& s = *e.sim;
-  *mask = s.can_wait();
+  *mask = s.backfilling() || (config_.wait && s.can_wait());
   if (!*mask) return;
   const double next = s.next_event(), gap = next - s.now();
   int32_t freed = 0;
@@ -240,12 +264,25 @@ void BatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
   f[10] = static_cast<float>(std::min(std::log10(1.0 + gap) / kLogDecades, 1.0));
 }
 
+// The committed job's shadow time, EASY's extra procs and the committed job's size at a
+// backfill decision; zeros at a pick.
+void BatchEnv::observe_backfill(const Simulator& s, float* c) const {
+  std::fill(c, c + kBackfillClusterFeatures, 0.0f);
+  if (!s.backfilling()) return;
+  const double machine = config_.machine_procs;
+  c[0] = 1.0f;
+  c[1] = static_cast<float>(std::min((s.shadow_time() - s.now()) / kTimeScale, 1.0));
+  if (config_.backfill == Backfill::kEasy) c[2] = static_cast<float>(s.extra_procs() / machine);
+  c[3] = static_cast<float>(w_.procs[s.committed()] / machine);
+}
+
 void BatchEnv::start_history(Env& e) {
   History& h = e.history;
   const size_t end = e.begin + config_.window_jobs;
   h.predictions.emplace(w_, e.begin, end, false);
   h.arrived = e.begin;
   h.shown.clear();
+  h.committed = -1;
   h.running.assign(accounts_.users, 0);
   h.waiting.assign(accounts_.users, 0);
   h.ends = {};
@@ -273,10 +310,12 @@ void BatchEnv::record_start(History& h, int32_t job, double start) const {
   h.ends.emplace(start + w_.runtime[job], job);
 }
 
-// Brings the history up to the simulator's decision after a step that picked `picked` (-1:
-// a wait, or the window's start). The jobs that started since the last call are among the
-// waiting jobs then (`shown`) and the arrivals since: the picked one, and when more started
-// (backfilling), a scan of `shown`, the only cost that grows with the queue.
+// Brings the history up to the simulator's decision after a step that picked or backfilled
+// `picked` (-1: a wait, a stop, or the window's start). The jobs that started since the last
+// call are among the waiting jobs then (`shown`) and the arrivals since: the picked one, and
+// when more started (backfilling), a scan of `shown`, the only cost that grows with the
+// queue. At a backfill decision the picked job may be committed: it leaves the waiting jobs
+// now and starts at a later step.
 void BatchEnv::track(Env& e, int32_t picked) {
   const Simulator& s = *e.sim;
   if (s.done()) return;
@@ -300,7 +339,15 @@ void BatchEnv::track(Env& e, int32_t picked) {
     record_start(h, j, start[j - e.begin]);
     --left;
   };
-  if (picked >= 0 && left > 0 && started(picked)) leave(picked);
+  if (h.committed >= 0 && started(h.committed))
+    record_start(h, h.committed, start[h.committed - e.begin]), h.committed = -1;
+  if (picked >= 0 && left > 0 && started(picked)) {
+    leave(picked);
+  } else if (picked >= 0 && left > 0 && picked == s.committed()) {
+    queue_job(h, picked, -1);
+    h.committed = picked;
+    --left;
+  }
   for (size_t k = 0; left > 0 && k < h.shown.size(); ++k)
     if (h.shown[k] != picked && started(h.shown[k])) leave(h.shown[k]);
   // Completions: every job that ended by now (a job that ends at now counts), then the

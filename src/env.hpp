@@ -32,6 +32,9 @@ constexpr size_t kClusterFeatures = 3;
 // (docs/environment.md, "History").
 constexpr size_t kHistoryJobFeatures = 7;
 constexpr size_t kHistoryClusterFeatures = 6;
+// With `agent_backfill`: per cluster, what a backfill decision is about (docs/environment.md,
+// "Agent backfilling").
+constexpr size_t kBackfillClusterFeatures = 4;
 constexpr size_t kSizeClasses = 4;        // procs <= 1/8, 1/4, 1/2 of the machine, larger
 constexpr double kTimeScale = 12 * 3600;  // waits, requests and work are in units of 12 h
 constexpr double kLogDecades = 6;         // log10 features: 10^6 s (11.6 days) maps to 1
@@ -57,6 +60,9 @@ struct EnvConfig {
   bool wait = false;
   // Adds the history features (causal: only jobs completed by now count).
   bool history = false;
+  // Backfill scans are the agent's: it starts the allowed jobs of its choice, one a step,
+  // and slot K stops the scan (docs/environment.md, "Agent backfilling").
+  bool agent_backfill = false;
 };
 
 // Per-job dense ids (0-based) of users and groups, for the multi-user features.
@@ -84,17 +90,22 @@ class BatchEnv {
   BatchEnv(const Workload& w, Accounts accounts, EnvConfig config,
            const std::vector<uint64_t>& seeds);
   size_t size() const { return envs_.size(); }
-  // Slots of an observation: K job slots, and the wait slot K with `wait`.
-  size_t slots() const { return config_.max_queue + (config_.wait ? 1 : 0); }
+  // Slots of an observation: K job slots, and with `wait` or `agent_backfill` slot K, which
+  // starts nothing until the next event (the wait at a pick, the stop at a backfill decision).
+  size_t slots() const {
+    return config_.max_queue + (config_.wait || config_.agent_backfill ? 1 : 0);
+  }
   size_t job_features() const { return kJobFeatures + (config_.history ? kHistoryJobFeatures : 0); }
   size_t cluster_features() const {
-    return kClusterFeatures + (config_.history ? kHistoryClusterFeatures : 0);
+    return kClusterFeatures + (config_.history ? kHistoryClusterFeatures : 0) +
+           (config_.agent_backfill ? kBackfillClusterFeatures : 0);
   }
   void reset(Outputs out);
-  // Actions are slots of the observation; a slot without a job (or a masked wait) picks
-  // slot 0.
+  // Actions are slots of the observation; at a pick, a slot without a job (or a masked
+  // wait) picks slot 0; at a backfill decision, a slot the mask does not allow stops.
   void step(const int32_t* actions, Outputs out);
-  // The configured heuristic's pick among each environment's visible jobs.
+  // The configured heuristic's pick among each environment's visible jobs; at a backfill
+  // decision, the job its scan would start next.
   void heuristic_actions(int32_t* actions) const;
   // Episodes started so far by environment i, the current one included.
   uint64_t episodes(size_t i) const { return envs_[i].episode + 1; }
@@ -115,6 +126,7 @@ class BatchEnv {
     std::optional<Predictions> predictions;  // the window's users' completed jobs (EASY++)
     size_t arrived = 0;                      // jobs [begin, arrived) have arrived
     std::vector<int32_t> shown;              // the waiting jobs at the last track()
+    int32_t committed = -1;  // agent backfilling: the committed job, out of the queue, not started
     std::vector<int32_t> running, waiting;   // per user: jobs running, jobs waiting
     using End = std::pair<double, int32_t>;  // (end, job) of a started job of runtime > 0
     std::priority_queue<End, std::vector<End>, std::greater<End>> ends;
@@ -142,6 +154,8 @@ class BatchEnv {
   double reward_of(const Metrics& m) const;
   void observe(Env& e, size_t i, Outputs out) const;
   void observe_wait(const Env& e, float* f, uint8_t* mask) const;
+  void skip_hidden_backfills(Simulator& s) const;
+  void observe_backfill(const Simulator& s, float* cluster) const;
   void start_history(Env& e);
   void track(Env& e, int32_t picked);
   void queue_job(History& h, int32_t job, int32_t sign) const;

@@ -15,7 +15,7 @@ constexpr double kNotStarted = std::numeric_limits<double>::quiet_NaN();
 }
 
 Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machine_procs,
-                     Policy policy, Backfill backfill, Estimate estimate)
+                     Policy policy, Backfill backfill, Estimate estimate, bool agent_backfill)
     : w_(w),
       begin_(begin),
       end_(std::min(end, w.size)),
@@ -24,7 +24,8 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
       backfill_(backfill),
       estimate_(estimate),
       free_(machine_procs),
-      next_arrival_(begin) {
+      next_arrival_(begin),
+      agent_backfill_(agent_backfill) {
   if (machine_ <= 0) throw std::invalid_argument("machine size must be positive");
   if (begin_ > end_) throw std::invalid_argument("window start is past the end of the trace");
   start_.assign(end_ - begin_, kNotStarted);
@@ -32,6 +33,7 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   hopeful_.resize(end_ - begin_);
   listed_.resize(end_ - begin_);
   cached_.resize(end_ - begin_);
+  if (agent_backfill_) allowed_.resize(end_ - begin_);
   for (size_t j = begin_; j < end_; ++j) {
     if (w_.procs[j] <= 0 || w_.procs[j] > machine_ || !(w_.runtime[j] >= 0) ||
         !(w_.requested_time[j] >= 0))
@@ -85,7 +87,7 @@ void Simulator::take(int32_t job) {
     committed_ = job;
     if (index_) index_->remove(job);
     if (groups_) groups_->remove(job);
-    backfill_scan();
+    if (scan_or_decide()) return;
     advance();
   }
   settle();
@@ -117,12 +119,15 @@ int32_t Simulator::pick_heuristic() const {
   }
 }
 
+// At a backfill decision, among the allowed jobs (count when none of them is).
 size_t Simulator::heuristic_position(size_t count) const {
   const std::vector<int32_t>& queue = waiting();
-  size_t best = 0;
+  size_t best = backfilling_ ? count : 0;
   double best_score = std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < count; ++k)
-    if (double s = priority(queue[k]); s < best_score) best_score = s, best = k;
+    if (double s = priority(queue[k]);
+        s < best_score && (!backfilling_ || backfill_allows(queue[k])))
+      best_score = s, best = k;
   return best;
 }
 
@@ -161,7 +166,7 @@ void Simulator::settle() {
     apply_events();
     if (committed_ >= 0) {
       if (w_.procs[committed_] > free_) {
-        backfill_scan();
+        if (scan_or_decide()) return;
         advance();
         continue;
       }

@@ -23,7 +23,7 @@ namespace ddppo {
 class Simulator {
  public:
   Simulator(const Workload& w, size_t begin, size_t end, int32_t machine_procs, Policy policy,
-            Backfill backfill, Estimate estimate = Estimate::kRequest);
+            Backfill backfill, Estimate estimate = Estimate::kRequest, bool agent_backfill = false);
 
   // Picks by the heuristic until every job of the window has started; returns start times
   // (index i is job begin + i).
@@ -54,6 +54,23 @@ class Simulator {
   bool can_wait() const { return !done_ && committed_ < 0 && std::isfinite(next_event()); }
   void wait();
 
+  // The RL environment's agent backfilling (docs/simulation.md, "Decision model"): with
+  // `agent_backfill`, a backfill scan that could start a job stops at a backfill decision
+  // instead of starting the heuristic's jobs (src/backfill_decisions.cpp).
+  bool backfilling() const { return backfilling_; }
+  int32_t committed() const { return committed_; }
+  // At a backfill decision: whether waiting job `job` may start now within the guarantee.
+  bool backfill_allows(int32_t job) const;
+  // The committed job's shadow time (EASY's S; conservative: its reserved start) and EASY's
+  // extra procs left, as of the current backfill decision.
+  double shadow_time() const { return shadow_.time; }
+  int32_t extra_procs() const { return shadow_.extra; }
+  // Starts the allowed job at `position` of waiting() now; the decision stays at this time
+  // if another job is still allowed, else the scan ends as stop_backfill() ends it.
+  void backfill_at(size_t position);
+  // Ends this scan: the clock moves to the next event time.
+  void stop_backfill();
+
  private:
   using Completion = std::pair<double, int32_t>;  // (end, job), min-heap
 
@@ -77,11 +94,15 @@ class Simulator {
   void apply_events();
   void settle();
   void backfill_scan();
+  bool scan_or_decide();
+  bool find_backfills();
+  void plan_backfills();
   void easy_scan();
   struct Shadow {
     double time;    // S
     int32_t extra;  // procs free at S beyond the committed job's
   };
+  Shadow easy_shadow();
   bool admit(int32_t job, Shadow& s) const;
   void scan_in_rank_order(Shadow& s);
   void scan_candidates(Shadow& s);
@@ -166,6 +187,13 @@ class Simulator {
   std::vector<Profile::Step> lows_;  // the profile's lows() as a scan begins
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
   std::optional<Predictions> predictions_;  // sjbf or estimate = predicted only
+  // Agent backfilling: whether the simulator stands at a backfill decision, its shadow, and
+  // (conservative) per job the last decision at which it was allowed.
+  bool agent_backfill_;
+  bool backfilling_ = false;
+  Shadow shadow_{0, 0};
+  std::vector<uint32_t> allowed_;
+  uint32_t decisions_ = 0;
 };
 
 }  // namespace ddppo

@@ -68,6 +68,11 @@ class EnvConfig:
     # now count. Off: the observation of before, so older checkpoints load
     # (docs/environment.md, "History")
     history: bool = False
+    # backfill scans (easy or conservative) are the agent's: while a committed job waits, it
+    # starts the jobs of its choice among those the backfill allows now, one a step, or stops
+    # the scan (action K); the heuristics start the backfill scan's jobs
+    # (docs/environment.md, "Agent backfilling")
+    agent_backfill: bool = False
 
 
 @dataclass
@@ -278,6 +283,10 @@ def _validate(config: TrainConfig) -> None:
         )
     if config.env.wait and config.gpu.mode != "off":
         raise ConfigError("'env.wait' is for the HPC queue (gpu.mode: off); GPU mode: 'gpu.wait'")
+    if config.env.agent_backfill and config.gpu.mode != "off":
+        raise ConfigError("'env.agent_backfill' is for the HPC queue (gpu.mode: off)")
+    if config.env.agent_backfill and config.env.backfill == "none":
+        raise ConfigError("'env.agent_backfill' needs 'env.backfill' easy or conservative")
     if config.gpu.mode != "off" and (
         isinstance(config.data.trace, list) or config.data.load_scale != [1.0]
     ):

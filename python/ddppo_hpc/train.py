@@ -74,6 +74,7 @@ def queue_envs(trace: Trace, n: int, env: EnvConfig, seed: int) -> VecScheduling
         wait=env.wait,
         history=env.history,
         estimate=env.estimate,
+        agent_backfill=env.agent_backfill,
     )
 
 

@@ -12,7 +12,9 @@ from ddppo_hpc.env.vector import EPISODE_METRICS, VecSchedulingEnv
 
 class SchedulingEnv(gym.Env):
     """Pick the next job to schedule among the first `max_queue` waiting ones (with `wait`,
-    action `max_queue` starts nothing until the next arrival or completion).
+    action `max_queue` starts nothing until the next arrival or completion; with
+    `agent_backfill`, the agent also chooses the jobs to backfill, and action `max_queue`
+    stops a backfill scan).
 
     Reward is sparse (at the end of each episode; see docs/environment.md). An action on an
     empty slot picks slot 0, the oldest waiting job. Episodes restart on their own: after
@@ -33,6 +35,7 @@ class SchedulingEnv(gym.Env):
         seed: int = 0,
         wait: bool = False,
         history: bool = False,
+        agent_backfill: bool = False,
     ):
         self._options = dict(
             trace=trace,
@@ -44,12 +47,14 @@ class SchedulingEnv(gym.Env):
             reward=reward,
             wait=wait,
             history=history,
+            agent_backfill=agent_backfill,
         )
         self._vec = VecSchedulingEnv(**self._options, seed=seed)
-        slots, features = max_queue + wait, self._vec.job_features
+        slots, features = self._vec.jobs.shape[1:]
+        low = -1 if slots > max_queue else 0  # slot K's feature 8 is -1
         self.observation_space = spaces.Dict(
-            {  # the wait slot's feature 8 is -1
-                "jobs": spaces.Box(-1 if wait else 0, 1, (slots, features), np.float32),
+            {
+                "jobs": spaces.Box(low, 1, (slots, features), np.float32),
                 "cluster": spaces.Box(0, 1, (self._vec.cluster_features,), np.float32),
                 "action_mask": spaces.MultiBinary(slots),
             }

@@ -12,15 +12,17 @@ JOB_FEATURES = _core.JOB_FEATURES
 CLUSTER_FEATURES = _core.CLUSTER_FEATURES
 HISTORY_JOB_FEATURES = _core.HISTORY_JOB_FEATURES
 HISTORY_CLUSTER_FEATURES = _core.HISTORY_CLUSTER_FEATURES
+BACKFILL_CLUSTER_FEATURES = _core.BACKFILL_CLUSTER_FEATURES
 REWARDS = ("bsld", "wait", "utilization", "fairshare")
 EPISODE_METRICS = ("avg_bsld", "avg_wait", "utilization", "jain_user_bsld")
 
 
-def feature_widths(history: bool) -> tuple[int, int]:
-    """(job slot, cluster) feature counts of the observation, with or without `history`."""
-    if history:
-        return JOB_FEATURES + HISTORY_JOB_FEATURES, CLUSTER_FEATURES + HISTORY_CLUSTER_FEATURES
-    return JOB_FEATURES, CLUSTER_FEATURES
+def feature_widths(history: bool, agent_backfill: bool = False) -> tuple[int, int]:
+    """(job slot, cluster) feature counts of the observation, with or without `history` and
+    `agent_backfill`."""
+    jobs = JOB_FEATURES + HISTORY_JOB_FEATURES * history
+    cluster = CLUSTER_FEATURES + HISTORY_CLUSTER_FEATURES * history
+    return jobs, cluster + BACKFILL_CLUSTER_FEATURES * agent_backfill
 
 
 class VecSchedulingEnv:
@@ -39,6 +41,9 @@ class VecSchedulingEnv:
     past slot K (`jobs` has `job_features`, `cluster` `cluster_features` columns;
     docs/environment.md, "History"). `estimate` (request or predicted, the EASY++
     predictions) is the runtime estimate of the backfill scans and the reward baseline's run.
+    With `agent_backfill`, backfill scans are decisions too: the mask shows the jobs the
+    backfill allows to start now and slot K stops the scan; the cluster features say whether
+    it is one (docs/environment.md, "Agent backfilling").
     """
 
     METRICS = EPISODE_METRICS  # the episode metrics in `info`, in the core's column order
@@ -59,6 +64,7 @@ class VecSchedulingEnv:
         wait: bool = False,
         history: bool = False,
         estimate: str = "request",
+        agent_backfill: bool = False,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -83,18 +89,20 @@ class VecSchedulingEnv:
             dense,
             wait,
             history,
+            agent_backfill,
             [seed + i for i in range(num_envs)],
         )
         self.job_features = self._core.job_features
         self.cluster_features = self._core.cluster_features
-        # An episode has one pick per job, and a wait per arrival or completion.
+        # An episode has one pick or backfill start per job, and a wait or stop per arrival
+        # or completion.
         self._allocate(
             self._core.slots,
             self.job_features,
             self.cluster_features,
-            window_jobs * (1 + 2 * wait),
+            window_jobs * (1 + 2 * (wait or agent_backfill)),
         )
-        self.teacher_slots = max_queue  # the heuristics never wait
+        self.teacher_slots = max_queue  # the heuristics never wait or stop
 
     def _allocate(self, slots: int, features: int, cluster: int, decisions: int) -> None:
         """The arrays the core writes into (handed to it once), and the log of the current
