@@ -9,16 +9,18 @@
 #   export SLURM_CONF=DIR/slurm.conf    then sbatch, squeue, scontrol use it
 #
 # The node (`slurm`) has this machine's CPUs; its partition is `debug`. As root, missing
-# Debian packages (slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge) are
-# installed first; Open MPI under srun also needs PMIx (libpmix-dev), which the slurm.conf
-# here makes the default (MpiDefault=pmix). Exit status: 0 started or stopped, 3 when Slurm
-# cannot be set up here (not root and not installed), 1 when a daemon would not start
-# (its log's tail is printed).
+# Debian packages (slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge, and
+# libpmix-dev: Slurm's PMIx plugin loads its libpmix.so) are installed first. Open MPI
+# under srun needs `srun --mpi=pmix`; the slurm.conf keeps Slurm's default MpiDefault=none,
+# as many sites do, so that a job works only if it asks for PMIx itself (as
+# jobs/slurm/train.sbatch does). Exit status: 0 started or stopped, 3 when Slurm cannot be
+# set up here (not root and not installed), 1 when a daemon would not start (its log's
+# tail is printed).
 set -euo pipefail
 
 NODE=slurm
 PARTITION=debug
-PACKAGES=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge)
+PACKAGES=(slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libpmix-dev)
 
 say() { printf '[slurm-fixture] %s\n' "$*" >&2; }
 
@@ -73,7 +75,7 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
-MpiDefault=pmix
+MpiDefault=none
 JobRequeue=1
 ReturnToService=2
 AccountingStorageType=accounting_storage/none
