@@ -332,3 +332,19 @@ def test_the_trained_policy_backfills_with_the_estimate_it_trained_with():
         ("f1", "none", "request"),
         ("f1", "easy", "request"),
     ]
+
+
+@pytest.mark.parametrize("option", ["env.history=true", "env.agent_backfill=true"])
+def test_a_checkpoint_is_rebuilt_with_its_configs_observation_widths(option, tmp_path):
+    # bench/quality.py and evaluate build the policy from the config alone: an observation
+    # with history or backfill-decision features must give the trained widths.
+    from ddppo_hpc.config import load_config
+    from ddppo_hpc.env.vector import feature_widths
+    from ddppo_hpc.policy import build_policy
+
+    config = load_config(None, [option])
+    widths = feature_widths(config.env.history, config.env.agent_backfill)
+    assert widths != feature_widths(False, False)
+    weights = build_policy(config.policy, *widths).state_dict()
+    model = evaluate.trained_policy(({"model": weights}, tmp_path / "c.pt"), config)
+    assert all(torch.equal(model.state_dict()[k], weights[k]) for k in weights)

@@ -180,10 +180,12 @@ def run_config(loaded: tuple[dict, Path] | None) -> TrainConfig:
 
 
 def trained_policy(loaded: tuple[dict, Path], config: TrainConfig, *features: int):
-    """The checkpoint's policy, built as its config says, with its weights; ValueError
-    naming the checkpoint when config and weights disagree."""
+    """The checkpoint's policy, built as its config says (for the HPC queue's observation
+    widths unless `features` gives others), with its weights; ValueError naming the
+    checkpoint when config and weights disagree."""
     checkpoint, file = loaded
-    model = build_policy(config.policy, *features)
+    widths = features or feature_widths(config.env.history, config.env.agent_backfill)
+    model = build_policy(config.policy, *widths)
     problem = weights_problem(model.state_dict(), checkpoint["model"])
     if problem:
         p = config.policy
@@ -294,8 +296,7 @@ def prepare(args: argparse.Namespace, loaded: tuple[dict, Path] | None, config: 
     policies = args.policies or ([TRAINED] if checkpoint else []) + list(POLICIES)
     if TRAINED in policies and checkpoint is None:
         raise ValueError(f"--policies {TRAINED} needs --checkpoint")
-    widths = feature_widths(config.env.history, config.env.agent_backfill)
-    model = trained_policy(loaded, config, *widths) if loaded else None
+    model = trained_policy(loaded, config) if loaded else None
     trace, path = evaluation_trace(config, args.trace)
     if args.out:
         not_an_input(args.out, [p for p in (file, path) if p])
