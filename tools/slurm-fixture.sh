@@ -64,7 +64,7 @@ SlurmUser=$2
 SlurmdUser=$2
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$1/munge/munge.socket
+AuthInfo=socket=$1/munge/munge.socket,cred_expire=20
 StateSaveLocation=$1/state
 SlurmdSpoolDir=$1/spool
 SlurmctldPidFile=$1/slurmctld.pid

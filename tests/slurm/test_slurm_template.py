@@ -76,10 +76,11 @@ def wait_until(what: str, done, timeout: float, output: Path):
         time.sleep(1)
 
 
-def release_when_requeued(slurm, job: str, output: Path, timeout: float):
-    """Waits until the requeued job pends for its BeginTime (about 2 minutes otherwise),
-    then lets it start now, with a limit its resumed run does not reach: Slurm signals
-    every start of a job once its limit comes near."""
+def when_requeued(slurm, job: str, output: Path, timeout: float):
+    """Waits until the requeued job pends for its BeginTime (the fixture's credential
+    lifetime, 20 s; releasing it sooner with StartTime=now can fail its start, "Job
+    credential revoked"), then gives it a limit its resumed run does not reach: Slurm
+    signals every start of a job once its limit comes near."""
     wait_until(
         f"job {job} requeued",
         lambda: state(slurm, job) in ("PENDING BeginTime", ""),
@@ -87,7 +88,7 @@ def release_when_requeued(slurm, job: str, output: Path, timeout: float):
         output,
     )
     assert state(slurm, job) == "PENDING BeginTime", output.read_text()
-    slurm.run("scontrol", "update", f"JobId={job}", "StartTime=now", "TimeLimit=60")
+    slurm.run("scontrol", "update", f"JobId={job}", "TimeLimit=60")
 
 
 def job_fields(slurm, job: str) -> dict:
@@ -115,7 +116,7 @@ def test_signal_requeue_resume_on_slurm_equals_an_uninterrupted_run(slurm, tmp_p
                 "--run-dir", tmp_path / "straight"]  # fmt: skip
     straight_log = tmp_path / "straight.log"
     with background(["mpirun", "-n", "2", "--oversubscribe", *straight], straight_log) as ref:
-        release_when_requeued(slurm, job, output, timeout=300)
+        when_requeued(slurm, job, output, timeout=300)
         wait_until(f"job {job} finished", lambda: state(slurm, job) == "", 1200, output)
         fields, log = job_fields(slurm, job), read(output)
         assert (fields["JobState"], fields["Restarts"]) == ("COMPLETED", "1"), log
@@ -143,7 +144,7 @@ def test_a_requeued_job_without_a_checkpoint_starts_over(slurm, tmp_path):
     assert "holds a run (metrics.h5)" in output.read_text()
 
     slurm.run("scontrol", "requeue", job)  # as a node failure would
-    release_when_requeued(slurm, job, output, timeout=60)
+    when_requeued(slurm, job, output, timeout=60)
     wait_until(f"job {job} finished", lambda: state(slurm, job) == "", 300, output)
     assert job_fields(slurm, job)["JobState"] == "COMPLETED", output.read_text()
     assert f"starting over in {run_dir} (restart 1, no checkpoint yet)" in output.read_text()
