@@ -41,6 +41,21 @@ class MinTree {
     }
     return i - leaves_;
   }
+  // The last slot before k whose value passes, n when none does.
+  template <typename Test>
+  size_t last_before(size_t k, Test passes) const {
+    if (k == 0) return n_;
+    size_t i = std::min(k, n_) - 1 + leaves_;
+    if (!passes(tree_[i])) {
+      do {
+        while (!(i & 1)) i /= 2;  // a left child: its left neighbours are higher
+        if (i == 1) return n_;
+        --i;
+      } while (!passes(tree_[i]));
+      while (i < leaves_) i = passes(tree_[2 * i + 1]) ? 2 * i + 1 : 2 * i;
+    }
+    return i - leaves_;
+  }
 
  private:
   size_t n_, leaves_;
@@ -116,6 +131,32 @@ class WaitingIndex {
     return best;
   }
   void passed(int32_t j) { classes_[class_[j - begin_]].from = slot_[j - begin_] + 1; }
+
+  // A conservative scan walks the waiting jobs by rank: rank r's job, the first rank at or
+  // after r that waits (size() if none).
+  size_t size() const { return by_rank_.size(); }
+  int32_t at(size_t r) const { return by_rank_[r]; }
+  size_t rank(int32_t j) const { return rank_[j - begin_]; }
+  size_t waiting_from(size_t r) const {
+    return waiting_.first_from(r, [](double v) { return v < MinTree::kUnset; });
+  }
+  // The waiting job of highest rank below `below` with procs <= free and
+  // now + estimate <= until(procs), where until falls as procs rise; -1 if none.
+  template <typename Until>
+  int32_t last_fitting(size_t below, int32_t free, double now, Until until) const {
+    int32_t best = -1;
+    for (const Class& c : classes_) {
+      if (c.procs > free) break;
+      const double by = until(c.procs);
+      auto bound = std::lower_bound(c.jobs.begin(), c.jobs.end(), below,
+                                    [&](int32_t j, size_t r) { return rank(j) < r; });
+      size_t s = c.estimates.last_before(bound - c.jobs.begin(), [&](double v) {
+        return v < MinTree::kUnset && now + v <= by;
+      });
+      if (s < c.jobs.size() && (best < 0 || rank(c.jobs[s]) > rank(best))) best = c.jobs[s];
+    }
+    return best;
+  }
 
  private:
   struct Class {
