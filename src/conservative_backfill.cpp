@@ -2,6 +2,7 @@
 // ahead in priority order holds a reservation on the free-procs profile, and a job starts now
 // only if that delays none of them (docs/simulation.md, "Backfilling while H waits").
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 #include "simulator.hpp"
@@ -41,18 +42,20 @@ struct Simulator::IndexOrder {
   // The rank of the last waiting job in [from, below) that can start now, kNone if none.
   size_t last_fitting(size_t from, size_t below) const {
     sim.profile_.lows(sim.lows_);
-    const std::vector<Profile::Step>& lows = sim.lows_;
-    // procs fit now over [now, until) iff until <= the time of the first low below procs.
-    auto until = [&](int32_t procs) {
-      auto low = std::find_if(lows.begin(), lows.end(),
-                              [&](const Profile::Step& s) { return s.free < procs; });
-      return low == lows.end() ? std::numeric_limits<double>::infinity() : low->time;
-    };
-    const int32_t free = std::min(sim.free_, lows[0].free);
-    const int32_t j = sim.index_->last_fitting(below, free, sim.now_, until);
+    const int32_t free = std::min(sim.free_, sim.lows_[0].free);
+    const int32_t j = sim.index_->last_fitting(below, free, sim.now_,
+                                               [&](int32_t procs) { return sim.fit_until(procs); });
     return j >= 0 && sim.index_->rank(j) >= from ? sim.index_->rank(j) : kNone;
   }
 };
+
+// procs fit now over [now, until) beside the profile whose lows_ are taken iff until <= this:
+// the time of the first low below procs.
+double Simulator::fit_until(int32_t procs) const {
+  auto low = std::find_if(lows_.begin(), lows_.end(),
+                          [&](const Profile::Step& s) { return s.free < procs; });
+  return low == lows_.end() ? std::numeric_limits<double>::infinity() : low->time;
+}
 
 // Marks as hopeful the waiting jobs that can start now beside the profile and, if there are
 // any, puts the waiting jobs into ranked_ in policy order at now; returns the last hopeful
@@ -106,6 +109,9 @@ void Simulator::conservative_scan() {
     if (!plan_holds()) plan_earliest_ = plan_from_scratch();
     const size_t last = order.last_fitting(planned_, index_->size());
     if (last != kNone) plan_through(order, index_->waiting_from(planned_), last);
+  } else if (groups_ && estimate_ == Estimate::kRequest) {
+    plan_earliest_ = plan_from_scratch();
+    plan_by_groups();
   } else {
     plan_earliest_ = plan_from_scratch();
     // Reservations only take procs away, so a job that cannot start now beside the
@@ -148,6 +154,63 @@ void Simulator::plan_through(const Order& order, size_t k, size_t last) {
     }
   }
   planned_ = std::max(planned_, last + 1);
+}
+
+// WFP3, UNICEP and SJBF with requests: in a group of waiting jobs (equal procs and request)
+// policy order is index order and every job fits now or none does; once one cannot start,
+// none after it can. The walk merges the groups by policy order at now from their oldest jobs
+// and ends once no group that fitted as the scan began still fits: no later job can start.
+void Simulator::plan_by_groups() {
+  profile_.lows(lows_);
+  const int32_t free = std::min(free_, lows_[0].free);
+  group_fits_.resize(groups_->size());
+  fitting_.clear();
+  heads_.clear();
+  groups_->each_oldest([&](int32_t j) {
+    heads_.emplace_back(priority(j), j);
+    const size_t g = groups_->group(j);
+    const bool fits = w_.procs[j] <= free && now_ + estimate(j) <= fit_until(w_.procs[j]);
+    group_fits_[g] = fits ? scan_ : 0;
+    if (fits) fitting_.push_back(g);
+  });
+  std::make_heap(heads_.begin(), heads_.end(), std::greater<>());
+  // `touched`: the earliest time the profile or the free procs changed since the group at
+  // fitting_.back() was last found still able to start a job; later changes leave it able to.
+  double touched = std::numeric_limits<double>::infinity();
+  while (!fitting_.empty()) {
+    std::pop_heap(heads_.begin(), heads_.end(), std::greater<>());
+    const int32_t j = heads_.back().second;
+    heads_.pop_back();
+    const size_t g = groups_->group(j);
+    const double duration = estimate(j);
+    if (group_fits_[g] == scan_ && can_start_now(j)) {
+      start(j);
+      if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], duration);
+      touched = now_;
+    } else {
+      const double at = profile_.reserve_earliest(w_.procs[j], duration);
+      if (duration > 0) touched = std::min(touched, at);
+      group_fits_[g] = 0;
+    }
+    if (int32_t next = groups_->next_beside(j); next >= 0) {
+      heads_.emplace_back(priority(next), next);
+      std::push_heap(heads_.begin(), heads_.end(), std::greater<>());
+    }
+    while (!fitting_.empty()) {
+      const size_t f = fitting_.back();
+      const int32_t o = group_fits_[f] == scan_ ? groups_->oldest_of(f) : -1;
+      if (o >= 0) {
+        if (touched > now_ && touched >= now_ + estimate(o)) break;
+        if (can_start_now(o)) {
+          touched = std::numeric_limits<double>::infinity();
+          break;
+        }
+        group_fits_[f] = 0;
+      }
+      fitting_.pop_back();
+      touched = now_;  // the next group has not been checked against what changed
+    }
+  }
 }
 
 bool Simulator::can_start_now(int32_t job) const {

@@ -96,6 +96,8 @@ class Simulator {
   void plan_through(const Order& order, size_t k, size_t last);
   double plan_from_scratch();
   bool plan_holds();
+  void plan_by_groups();
+  double fit_until(int32_t procs) const;
   bool hopeful(int32_t job) const { return hopeful_[job - begin_] == scan_; }
   double priority(int32_t job) const;
   using Keyed = std::pair<double, int32_t>;  // (rank key, job)
@@ -167,6 +169,11 @@ class Simulator {
   int32_t plan_head_ = -1;
   double plan_earliest_ = 0;
   std::vector<Profile::Step> lows_;  // the profile's lows() as a scan begins
+  // plan_by_groups()'s: per group, the scan at which it fits now (0: not); the groups that
+  // fitted as the scan began; the next job of every group, by (priority, job).
+  std::vector<uint32_t> group_fits_;
+  std::vector<size_t> fitting_;
+  std::vector<Keyed> heads_;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
   std::optional<Predictions> predictions_;  // sjbf or estimate = predicted only
 };
