@@ -48,7 +48,7 @@ class MinTree {
     size_t i = std::min(k, n_) - 1 + leaves_;
     if (!passes(tree_[i])) {
       do {
-        while (!(i & 1)) i /= 2;  // a left child: its left neighbours are higher
+        while (!(i & 1)) i /= 2;  // a left child: what is left of it is left of its parent
         if (i == 1) return n_;
         --i;
       } while (!passes(tree_[i]));
