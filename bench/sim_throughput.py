@@ -3,7 +3,7 @@ beside the pure-Python reference (tests/reference_sim.py) on the same jobs, in o
 under heavy load, where the queue grows long.
 
     python bench/sim_throughput.py [--traces ../shared/traces] [--window 2000] [--repeat 3]
-        [--scales 0.5,0.25] [--limit 60]
+        [--scales 0.5,0.25] [--limit 60] [--store-jobs 11500000]
 
 Prints tables and asserts nothing about time. "C++ jobs/s" is the best of --repeat runs
 over the whole cleaned trace (parsing excluded), on one core. The speed-up compares both
@@ -13,6 +13,9 @@ reference rebuilds the free-procs profile for every job, only the first --window
 Heavy load: LANL-CM5 with its submit times multiplied by each of --scales (x 0.5 doubles the
 offered load; its FCFS queue reaches 40,000 jobs), the C++ core on the whole trace (one run),
 the reference on the first --window jobs, or "> limit" where it takes over --limit seconds.
+Then a synthetic store of --store-jobs jobs (`data generate`, 1,024 procs; the time it took
+is printed) with its submit times scaled to offered load 1.2, so that the queue keeps
+growing: the same rows, conservative on the first --window jobs only.
 """
 
 from __future__ import annotations
@@ -22,8 +25,11 @@ import dataclasses
 import os
 import signal
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -32,11 +38,13 @@ from reference_sim import Job  # noqa: E402
 from reference_sim import simulate as simulate_py  # noqa: E402
 from simhelpers import jobs_of  # noqa: E402
 
-from ddppo_hpc.data import Trace, read_swf  # noqa: E402
+from ddppo_hpc.data import Trace, convert, read_swf  # noqa: E402
+from ddppo_hpc.data.store import TraceStore  # noqa: E402
 from ddppo_hpc.sim import BACKFILLS, POLICIES, simulate  # noqa: E402
 
 TRACES = ("lublin_256.swf.gz", "LANL-CM5-1994-4.1-cln.swf.gz")
 HEAVY = "LANL-CM5-1994-4.1-cln.swf.gz"
+STORE_LOAD = 1.2
 
 
 class OverLimit(Exception):
@@ -94,8 +102,10 @@ def seconds_within(limit: float, fn, *args) -> float | None:
         signal.signal(signal.SIGALRM, previous)
 
 
-def heavy_row(trace: Trace, scale: float, policy: str, backfill: str, args) -> str:
-    full = best_of(1, simulate, trace, policy, backfill)
+def heavy_row(trace: Trace, label: str, policy: str, backfill: str, args, whole=True) -> str:
+    """The C++ core on the whole trace (where `whole`) and on its first --window jobs, beside
+    the reference on those."""
+    full = len(trace) / best_of(1, simulate, trace, policy, backfill) if whole else None
     n = min(args.window, len(trace))
     cpp = best_of(args.repeat, simulate, trace, policy, backfill, 0, n)
     py = seconds_within(args.limit, simulate_py, jobs_of(trace, 0, n), trace.machine_procs,
@@ -104,9 +114,21 @@ def heavy_row(trace: Trace, scale: float, policy: str, backfill: str, args) -> s
         f"{n / py:>12,.0f}{py / cpp:>9,.0f}x" if py else f"{'> ' + str(args.limit) + ' s':>12}"
     )
     return (
-        f"{'LANL x' + str(scale):<12}{policy:<8}{backfill:<14}{len(trace) / full:>14,.0f}"
+        f"{label:<12}{policy:<8}{backfill:<14}{f'{full:,.0f}' if full else '-':>14}"
         f"{n:>10,}{n / cpp:>14,.0f}{reference}"
     )
+
+
+def store_trace(jobs: int, folder: Path) -> tuple[Trace, float]:
+    """`data generate`'s store of `jobs` jobs on 1,024 procs, as a Trace with its submit times
+    scaled to offered load STORE_LOAD, and the seconds the generation took."""
+    start = time.perf_counter()
+    convert.generate(folder / "store", jobs, machine_procs=1024, users=200, partitions=4)
+    took = time.perf_counter() - start
+    trace = TraceStore(folder / "store").trace()
+    span = trace.submit[-1] - trace.submit[0]
+    load = np.dot(trace.procs, trace.runtime) / (trace.machine_procs * span)
+    return dataclasses.replace(trace, submit=trace.submit * (load / STORE_LOAD)), took
 
 
 def main() -> int:
@@ -117,6 +139,7 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=3, help="C++ runs, best kept (default 3)")
     p.add_argument("--scales", type=scales, default="0.5,0.25", help="heavy-load submit scales")
     p.add_argument("--limit", type=float, default=60, help="seconds the reference may take")
+    p.add_argument("--store-jobs", type=int, default=11_500_000, help="jobs of the store (0: none)")
     args = p.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
@@ -138,7 +161,19 @@ def main() -> int:
         trace = dataclasses.replace(native, submit=native.submit * scale)
         for policy in POLICIES:
             for backfill in BACKFILLS:
-                print(heavy_row(trace, scale, policy, backfill, args), flush=True)
+                print(heavy_row(trace, f"LANL x{scale}", policy, backfill, args), flush=True)
+    if args.store_jobs > 0:
+        with tempfile.TemporaryDirectory() as tmp:
+            trace, took = store_trace(args.store_jobs, Path(tmp))
+            print(
+                f"\nstore: {len(trace):,} synthetic jobs (generated in {took:.0f} s), submit times"
+                f" scaled to offered load {STORE_LOAD}; conservative on the first --window jobs"
+                f"\n{header}"
+            )
+            for policy in POLICIES:
+                for backfill in BACKFILLS:
+                    whole = backfill != "conservative"
+                    print(heavy_row(trace, "store", policy, backfill, args, whole), flush=True)
     return 0
 
 

@@ -2,15 +2,64 @@
 // ahead in priority order holds a reservation on the free-procs profile, and a job starts now
 // only if that delays none of them (docs/simulation.md, "Backfilling while H waits").
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 #include "simulator.hpp"
 
 namespace ddppo {
 
+namespace {
+constexpr size_t kNone = std::numeric_limits<size_t>::max();
+}
+
+// The waiting jobs in policy order as ranked_ holds them (positions), the hopeful ones marked.
+struct Simulator::RankedOrder {
+  Simulator& sim;
+  int32_t job(size_t k) const { return sim.ranked_[k].second; }
+  size_t next(size_t k) const { return k + 1; }
+  bool may_start(int32_t j) const { return sim.hopeful(j); }
+  // The last hopeful position in (k, last), k if none.
+  size_t before(size_t k, size_t last) const {
+    do --last;
+    while (last > k && !may_start(job(last)));
+    return last;
+  }
+};
+
+// The waiting jobs of FCFS, SJF and F1 by their rank in index_: the last that can start now
+// beside the profile is found there, without a walk over the queue.
+struct Simulator::IndexOrder {
+  Simulator& sim;
+  int32_t job(size_t r) const { return sim.index_->at(r); }
+  size_t next(size_t r) const { return sim.index_->waiting_from(r + 1); }
+  bool may_start(int32_t) const { return true; }
+  // The rank of the last waiting job in (k, last) that can start now, k if none.
+  size_t before(size_t k, size_t last) const {
+    const size_t r = last_fitting(k + 1, last);
+    return r == kNone ? k : r;
+  }
+  // The rank of the last waiting job in [from, below) that can start now, kNone if none.
+  size_t last_fitting(size_t from, size_t below) const {
+    sim.profile_.lows(sim.lows_);
+    const int32_t free = std::min(sim.free_, sim.lows_[0].free);
+    const int32_t j = sim.index_->last_fitting(below, free, sim.now_,
+                                               [&](int32_t procs) { return sim.fit_until(procs); });
+    return j >= 0 && sim.index_->rank(j) >= from ? sim.index_->rank(j) : kNone;
+  }
+};
+
+// procs fit now over [now, until) beside the profile whose lows_ are taken iff until <= this:
+// the time of the first low below procs.
+double Simulator::fit_until(int32_t procs) const {
+  auto low = std::find_if(lows_.begin(), lows_.end(),
+                          [&](const Profile::Step& s) { return s.free < procs; });
+  return low == lows_.end() ? std::numeric_limits<double>::infinity() : low->time;
+}
+
 // Marks as hopeful the waiting jobs that can start now beside the profile and, if there are
-// any, puts the waiting jobs into ranked_ in policy order at now (FCFS: always); returns one
-// past the last hopeful job's position there (0 if none).
+// any, puts the waiting jobs into ranked_ in policy order at now; returns the last hopeful
+// job's position there (kNone if none).
 size_t Simulator::rank_hopeful() {
   // can_start_now() for every waiting job, from the profile's lows.
   profile_.lows(lows_);
@@ -24,16 +73,11 @@ size_t Simulator::rank_hopeful() {
     hopeful_[j - begin_] = fits ? scan_ : 0;
     any |= fits;
   }
-  if (policy_ == Policy::kFcfs) {  // queue order, kept for the next scan's plan_holds()
-    ranked_.clear();
-    for (int32_t j : waiting()) ranked_.emplace_back(0, j);
-  } else if (any) {
-    rerank();
-  }
-  if (!any) return 0;
-  size_t through = ranked_.size();
-  while (!hopeful(ranked_[through - 1].second)) --through;
-  return through;
+  if (!any) return kNone;
+  rerank();
+  size_t last = ranked_.size() - 1;
+  while (!hopeful(ranked_[last].second)) --last;
+  return last;
 }
 
 // The profile of the running jobs with the committed job's reservation; returns its start.
@@ -55,40 +99,41 @@ bool Simulator::plan_holds() {
          profile_.move_start(now_);
 }
 
-// Puts the jobs that arrived since the last scan at the end of ranked_ (queue order) and marks
-// those that can start now; returns one past the last of them there (0 if none).
-size_t Simulator::rank_arrivals() {
-  size_t through = 0;
-  for (size_t i = plan_arrivals_; i < next_arrival_; ++i) {
-    const int32_t j = static_cast<int32_t>(i);
-    ranked_.emplace_back(0, j);
-    if (can_start_now(j)) hopeful_[j - begin_] = scan_, through = ranked_.size();
-  }
-  return through;
-}
-
-// Runs the reservations of the jobs in policy order that a plan lacks, through the last that
-// might start now; a plan that still holds is extended, not made again.
+// Runs the reservations of the jobs in policy order that the plan lacks, through the last
+// that might start now; a plan that still holds is extended, not made again (FCFS, whose
+// arrivals rank last).
 void Simulator::conservative_scan() {
   ++scan_;
-  size_t end;
-  if (plan_holds()) {
-    end = rank_arrivals();
+  if (index_ && estimate_ == Estimate::kRequest) {
+    IndexOrder order{*this};
+    if (!plan_holds()) plan_earliest_ = plan_from_scratch();
+    const size_t last = order.last_fitting(planned_, index_->size());
+    if (last != kNone) plan_through(order, index_->waiting_from(planned_), last);
+  } else if (groups_ && estimate_ == Estimate::kRequest) {
+    plan_earliest_ = plan_from_scratch();
+    plan_by_groups();
   } else {
     plan_earliest_ = plan_from_scratch();
     // Reservations only take procs away, so a job that cannot start now beside the
     // reservations made so far never starts in this scan: the "hopeful" jobs are those that
     // still might, and past the last of them in policy order nothing else can start.
-    end = rank_hopeful();
+    const size_t last = rank_hopeful();
+    if (last != kNone) plan_through(RankedOrder{*this}, 0, last);
   }
-  // ranked_[end - 1] is the last hopeful job not yet found unable to start. `touched`: the
-  // earliest time the profile or the free procs changed since it was last found still able
-  // to start; later changes leave it able to.
+  plan_head_ = committed_, plan_started_ = started_, plan_ended_ = ended_;
+}
+
+// Reserves or starts the jobs of `order` from position k through `last`, the last that might
+// start now, which moves back while it is found unable to.
+template <typename Order>
+void Simulator::plan_through(const Order& order, size_t k, size_t last) {
+  // `touched`: the earliest time the profile or the free procs changed since the last job was
+  // last found still able to start; later changes leave it able to.
   double touched = std::numeric_limits<double>::infinity();
-  for (size_t k = planned_; k < end; ++k) {
-    int32_t j = ranked_[k].second;
+  for (; k <= last; k = order.next(k)) {
+    const int32_t j = order.job(k);
     const double duration = estimate(j);
-    if (hopeful(j) && can_start_now(j)) {
+    if (order.may_start(j) && can_start_now(j)) {
       start(j);
       if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], duration);
       touched = now_;
@@ -97,21 +142,75 @@ void Simulator::conservative_scan() {
       plan_earliest_ = std::min(plan_earliest_, at);
       if (duration > 0) touched = std::min(touched, at);
     }
-    while (k + 1 < end) {
-      int32_t last = ranked_[end - 1].second;
-      if (touched > now_ && touched >= now_ + estimate(last)) break;
-      if (can_start_now(last)) {
+    while (last > k) {
+      const int32_t l = order.job(last);
+      if (touched > now_ && touched >= now_ + estimate(l)) break;
+      if (can_start_now(l)) {
         touched = std::numeric_limits<double>::infinity();
         break;
       }
-      do --end;
-      while (end > k + 1 && !hopeful(ranked_[end - 1].second));
+      last = order.before(k, last);
       touched = now_;  // the new last job has not been checked against what changed
     }
   }
-  planned_ = std::max(planned_, end);
-  plan_head_ = committed_, plan_started_ = started_, plan_ended_ = ended_;
-  plan_arrivals_ = next_arrival_;
+  planned_ = std::max(planned_, last + 1);
+}
+
+// WFP3, UNICEP and SJBF with requests: in a group of waiting jobs (equal procs and request,
+// and user for SJBF) policy order is index order and every job fits now or none does; once one cannot start,
+// none after it can. The walk merges the groups by policy order at now from their oldest jobs
+// and ends once no group that fitted as the scan began still fits: no later job can start.
+void Simulator::plan_by_groups() {
+  profile_.lows(lows_);
+  const int32_t free = std::min(free_, lows_[0].free);
+  group_fits_.resize(groups_->size());
+  fitting_.clear();
+  heads_.clear();
+  groups_->each_oldest([&](int32_t j) {
+    heads_.emplace_back(priority(j), j);
+    const size_t g = groups_->group(j);
+    const bool fits = w_.procs[j] <= free && now_ + estimate(j) <= fit_until(w_.procs[j]);
+    group_fits_[g] = fits ? scan_ : 0;
+    if (fits) fitting_.push_back(g);
+  });
+  std::make_heap(heads_.begin(), heads_.end(), std::greater<>());
+  // `touched`: the earliest time the profile or the free procs changed since the group at
+  // fitting_.back() was last found still able to start a job; later changes leave it able to.
+  double touched = std::numeric_limits<double>::infinity();
+  while (!fitting_.empty()) {
+    std::pop_heap(heads_.begin(), heads_.end(), std::greater<>());
+    const int32_t j = heads_.back().second;
+    heads_.pop_back();
+    const size_t g = groups_->group(j);
+    const double duration = estimate(j);
+    if (group_fits_[g] == scan_ && can_start_now(j)) {
+      start(j);
+      if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], duration);
+      touched = now_;
+    } else {
+      const double at = profile_.reserve_earliest(w_.procs[j], duration);
+      if (duration > 0) touched = std::min(touched, at);
+      group_fits_[g] = 0;
+    }
+    if (int32_t next = groups_->next_beside(j); next >= 0) {
+      heads_.emplace_back(priority(next), next);
+      std::push_heap(heads_.begin(), heads_.end(), std::greater<>());
+    }
+    while (!fitting_.empty()) {
+      const size_t f = fitting_.back();
+      const int32_t o = group_fits_[f] == scan_ ? groups_->oldest_of(f) : -1;
+      if (o >= 0) {
+        if (touched > now_ && touched >= now_ + estimate(o)) break;
+        if (can_start_now(o)) {
+          touched = std::numeric_limits<double>::infinity();
+          break;
+        }
+        group_fits_[f] = 0;
+      }
+      fitting_.pop_back();
+      touched = now_;  // the next group has not been checked against what changed
+    }
+  }
 }
 
 bool Simulator::can_start_now(int32_t job) const {

@@ -111,9 +111,14 @@ class Simulator {
     return policy_ == Policy::kFcfs || policy_ == Policy::kSjf || policy_ == Policy::kF1;
   }
   void conservative_scan();
+  struct RankedOrder;
+  struct IndexOrder;
+  template <typename Order>
+  void plan_through(const Order& order, size_t k, size_t last);
   double plan_from_scratch();
   bool plan_holds();
-  size_t rank_arrivals();
+  void plan_by_groups();
+  double fit_until(int32_t procs) const;
   bool hopeful(int32_t job) const { return hopeful_[job - begin_] == scan_; }
   double priority(int32_t job) const;
   using Keyed = std::pair<double, int32_t>;  // (rank key, job)
@@ -171,20 +176,25 @@ class Simulator {
   // Fenwick tree over procs of the number of waiting jobs (committed one included): a scan
   // can start nothing unless some waiting job needs at most the free procs.
   std::vector<int32_t> waiting_by_procs_;
-  // The waiting jobs in policy order as of the last conservative scan (FCFS: and those that
-  // started in scans kept since); per job, the last scan at which it was hopeful, and whether
-  // it has ever joined ranked_.
+  // The waiting jobs in policy order as of the last conservative scan that walked the queue
+  // (WFP3, UNICEP, SJBF or predicted estimates); per job, the last scan at which it was
+  // hopeful, and whether it has ever joined ranked_.
   std::vector<Keyed> ranked_;
   std::vector<uint32_t> hopeful_;
   std::vector<char> listed_;
   uint32_t scan_ = 0;  // conservative scans so far
-  // The last conservative scan's plan, which profile_ holds: ranked_[0, planned_) started or
-  // hold reservations, the earliest at plan_earliest_, with committed_ = plan_head_ after
-  // plan_started_ starts, plan_ended_ completions and arrivals up to plan_arrivals_.
-  size_t planned_ = 0, plan_started_ = 0, plan_ended_ = 0, plan_arrivals_ = 0;
+  // The last conservative scan's plan, which profile_ holds: the waiting jobs of index_ ranks
+  // [0, planned_) at that scan started or hold reservations, the earliest at plan_earliest_,
+  // with committed_ = plan_head_ after plan_started_ starts and plan_ended_ completions.
+  size_t planned_ = 0, plan_started_ = 0, plan_ended_ = 0;
   int32_t plan_head_ = -1;
   double plan_earliest_ = 0;
   std::vector<Profile::Step> lows_;  // the profile's lows() as a scan begins
+  // plan_by_groups()'s: per group, the scan at which it fits now (0: not); the groups that
+  // fitted as the scan began; the next job of every group, by (priority, job).
+  std::vector<uint32_t> group_fits_;
+  std::vector<size_t> fitting_;
+  std::vector<Keyed> heads_;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
   std::optional<Predictions> predictions_;  // sjbf or estimate = predicted only
   // Agent backfilling: whether the simulator stands at a backfill decision, its shadow, and

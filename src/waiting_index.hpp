@@ -41,6 +41,21 @@ class MinTree {
     }
     return i - leaves_;
   }
+  // The last slot before k whose value passes, n when none does.
+  template <typename Test>
+  size_t last_before(size_t k, Test passes) const {
+    if (k == 0) return n_;
+    size_t i = std::min(k, n_) - 1 + leaves_;
+    if (!passes(tree_[i])) {
+      do {
+        while (!(i & 1)) i /= 2;  // a left child: what is left of it is left of its parent
+        if (i == 1) return n_;
+        --i;
+      } while (!passes(tree_[i]));
+      while (i < leaves_) i = passes(tree_[2 * i + 1]) ? 2 * i + 1 : 2 * i;
+    }
+    return i - leaves_;
+  }
 
  private:
   size_t n_, leaves_;
@@ -117,6 +132,32 @@ class WaitingIndex {
   }
   void passed(int32_t j) { classes_[class_[j - begin_]].from = slot_[j - begin_] + 1; }
 
+  // A conservative scan walks the waiting jobs by rank: rank r's job, the first rank at or
+  // after r that waits (size() if none).
+  size_t size() const { return by_rank_.size(); }
+  int32_t at(size_t r) const { return by_rank_[r]; }
+  size_t rank(int32_t j) const { return rank_[j - begin_]; }
+  size_t waiting_from(size_t r) const {
+    return waiting_.first_from(r, [](double v) { return v < MinTree::kUnset; });
+  }
+  // The waiting job of highest rank below `below` with procs <= free and
+  // now + estimate <= until(procs), where until falls as procs rise; -1 if none.
+  template <typename Until>
+  int32_t last_fitting(size_t below, int32_t free, double now, Until until) const {
+    int32_t best = -1;
+    for (const Class& c : classes_) {
+      if (c.procs > free) break;
+      const double by = until(c.procs);
+      auto bound = std::lower_bound(c.jobs.begin(), c.jobs.end(), below,
+                                    [&](int32_t j, size_t r) { return rank(j) < r; });
+      size_t s = c.estimates.last_before(bound - c.jobs.begin(), [&](double v) {
+        return v < MinTree::kUnset && now + v <= by;
+      });
+      if (s < c.jobs.size() && (best < 0 || rank(c.jobs[s]) > rank(best))) best = c.jobs[s];
+    }
+    return best;
+  }
+
  private:
   struct Class {
     int32_t procs = 0;
@@ -140,7 +181,7 @@ class WaitingGroups {
   // `user` null: all in one.
   WaitingGroups(const int64_t* user, const int32_t* procs, const double* request, size_t begin,
                 size_t end)
-      : begin_(begin), group_(end - begin), waits_(end - begin) {
+      : begin_(begin), group_(end - begin), slot_(end - begin), waits_(end - begin) {
     std::vector<int32_t> order(end - begin);
     std::iota(order.begin(), order.end(), static_cast<int32_t>(begin));
     auto key = [&](int32_t j) { return std::make_tuple(user ? user[j] : 0, procs[j], request[j]); };
@@ -149,6 +190,7 @@ class WaitingGroups {
     for (size_t i = 0; i < order.size(); ++i) {
       if (i == 0 || key(order[i]) != key(order[i - 1])) groups_.emplace_back();
       group_[order[i] - begin] = static_cast<int32_t>(groups_.size() - 1);
+      slot_[order[i] - begin] = static_cast<int32_t>(groups_.back().jobs.size());
       groups_.back().jobs.push_back(order[i]);
     }
   }
@@ -156,6 +198,7 @@ class WaitingGroups {
   void add(int32_t j) {
     waits_[j - begin_] = 1;
     Group& g = groups_[group_[j - begin_]];
+    ++g.added;
     if (g.waiting++ == 0) {
       g.live_at = live_.size();
       live_.push_back(group_[j - begin_]);
@@ -180,11 +223,25 @@ class WaitingGroups {
     const Group& g = groups_[group_[j - begin_]];
     return g.waiting > 0 ? oldest(g) : -1;
   }
+  // A conservative scan walks each group from its oldest waiting job: the group's id, its
+  // oldest waiting job (-1 if none), and the next waiting job after j in j's group (-1 if none).
+  size_t size() const { return groups_.size(); }
+  size_t group(int32_t j) const { return group_[j - begin_]; }
+  int32_t oldest_of(size_t group) const {
+    return groups_[group].waiting > 0 ? oldest(groups_[group]) : -1;
+  }
+  int32_t next_beside(int32_t j) const {
+    const Group& g = groups_[group_[j - begin_]];
+    for (size_t s = slot_[j - begin_] + 1; s < g.added; ++s)
+      if (waits_[g.jobs[s] - begin_]) return g.jobs[s];
+    return -1;
+  }
 
  private:
   struct Group {
     std::vector<int32_t> jobs;  // in index order
     mutable size_t first = 0;   // no job before it waits (none comes back)
+    size_t added = 0;           // jobs[0, added) have arrived
     int32_t waiting = 0;
     size_t live_at = 0;  // its position in live_ while it has waiting jobs
   };
@@ -193,8 +250,8 @@ class WaitingGroups {
     return g.jobs[g.first];
   }
   size_t begin_ = 0;
-  std::vector<int32_t> group_;  // per job of the window
-  std::vector<char> waits_;     // per job of the window
+  std::vector<int32_t> group_, slot_;  // per job of the window: its group, its place there
+  std::vector<char> waits_;            // per job of the window
   std::vector<Group> groups_;
   std::vector<int32_t> live_;  // the groups with waiting jobs
 };

@@ -12,12 +12,13 @@ from ddppo_hpc.sim import simulate as simulate_cpp
 
 
 @st.composite
-def heavy_workloads(draw, max_jobs: int):
-    """Up to `max_jobs` jobs on 1 to 12 procs, submitted at most 3 s apart (often together),
-    with few distinct sizes and requests so that many jobs tie on size, request and score."""
-    machine = draw(st.integers(1, 12))
+def heavy_workloads(draw, max_jobs: int, max_machine: int = 12, max_sizes: int = 4):
+    """Up to `max_jobs` jobs on 1 to `max_machine` procs, submitted at most 3 s apart (often
+    together), with few distinct sizes (up to `max_sizes`) and requests so that many jobs tie
+    on size, request and score."""
+    machine = draw(st.integers(1, max_machine))
     n = draw(st.integers(max_jobs // 2, max_jobs))
-    sizes = draw(st.lists(st.integers(1, machine), min_size=1, max_size=4))
+    sizes = draw(st.lists(st.integers(1, machine), min_size=1, max_size=max_sizes))
     jobs, submit = [], 0
     for i in range(n):
         submit += draw(st.sampled_from([0, 0, 0, 0, 1, 3]))
@@ -53,3 +54,12 @@ def test_long_queues_equal_reference(policy, backfill, estimate, workload):
 def test_long_queues_equal_reference_conservative(policy, estimate, workload):
     """Fewer jobs: the reference re-plans every reservation at every scan."""
     check(*workload, policy, "conservative", estimate)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@settings(max_examples=15, deadline=None)
+@given(workload=heavy_workloads(max_jobs=80, max_machine=64, max_sizes=12))
+def test_long_queues_of_many_sizes_equal_reference_conservative(policy, workload):
+    """Many size classes and groups: a conservative scan finds the last job that can start
+    now across all of them."""
+    check(*workload, policy, "conservative", "request")
