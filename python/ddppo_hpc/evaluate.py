@@ -82,8 +82,9 @@ def run_policy(
 ) -> list[tuple[int, np.ndarray, dict]]:
     """(window, start times, metrics) of one greedy episode per window of `spans` (window ->
     (first job, jobs)): one batch per window length, one environment per window. The queue
-    length, backfill order and estimate, wait action, history and agent backfilling are the
-    training run's (with `backfill` none, agent backfilling has no decision to make)."""
+    length, backfill order and estimate, wait action, history, agent backfilling and
+    heuristic ranks are the training run's (with `backfill` none, agent backfilling has no
+    decision to make)."""
     done = []
     for length in sorted({n for _, n in spans.values()}):
         windows = [w for w, (_, n) in spans.items() if n == length]
@@ -98,6 +99,7 @@ def run_policy(
             history=options.history,
             estimate=options.estimate,
             agent_backfill=options.agent_backfill,
+            heuristic_ranks=options.heuristic_ranks,
         )
         env.reset()
         obs = env.begin_at([spans[w][0] for w in windows])
@@ -294,7 +296,9 @@ def prepare(args: argparse.Namespace, loaded: tuple[dict, Path] | None, config: 
     policies = args.policies or ([TRAINED] if checkpoint else []) + list(POLICIES)
     if TRAINED in policies and checkpoint is None:
         raise ValueError(f"--policies {TRAINED} needs --checkpoint")
-    widths = feature_widths(config.env.history, config.env.agent_backfill)
+    widths = feature_widths(
+        config.env.history, config.env.agent_backfill, config.env.heuristic_ranks
+    )
     model = trained_policy(loaded, config, *widths) if loaded else None
     trace, path = evaluation_trace(config, args.trace)
     if args.out:
