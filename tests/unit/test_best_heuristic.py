@@ -5,6 +5,7 @@ simulator's runs, a training run that resumes to the weights of an uninterrupted
 import subprocess
 import sys
 
+import h5py
 import numpy as np
 import pytest
 import torch
@@ -14,6 +15,7 @@ from simhelpers import TINY_TRAINING, trace_of
 from ddppo_hpc.config import ConfigError, load_config
 from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.env import VecSchedulingEnv
+from ddppo_hpc.env.mixed import MixedVecEnv
 from ddppo_hpc.env.vector import RANK_JOB_FEATURES, feature_widths
 from ddppo_hpc.sim import POLICIES, simulate
 
@@ -138,6 +140,24 @@ def test_rewards_relative_to_the_best_heuristic(trace):
     assert reward[0] == pytest.approx(-(ours - theirs), rel=1e-6)
 
 
+def test_a_mixed_batch_reports_each_groups_best(trace):
+    other = generate(2000, machine_procs=128, seed=2)
+    options = dict(window_jobs=80, max_queue=80, teacher="best", baseline="best")
+    groups = [VecSchedulingEnv(trace, 2, seed=5, **options)]
+    groups.append(VecSchedulingEnv(other, 3, seed=7, **options))
+    mixed = MixedVecEnv(groups)
+    mixed.reset()
+    checked = 0
+    while checked < 8:
+        _, _, terminated, _, info = mixed.step(mixed.heuristic_actions())
+        for i in np.flatnonzero(terminated):
+            start, source = int(info["episode_start"][i]), mixed.window_trace(i)
+            runs = {p: simulate(source, p, "easy", start, 80).metrics["avg_bsld"] for p in POLICIES}
+            best = min(POLICIES, key=runs.get)
+            assert mixed.last_best(i) == (best, runs[best])
+            checked += 1
+
+
 def test_without_best_nothing_is_run(trace):
     env = VecSchedulingEnv(trace, 1, WINDOW, WINDOW, policy="sjf", seed=3)
     env.reset()
@@ -175,3 +195,12 @@ def test_a_run_with_them_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path
     a, b = (torch.load(d / "checkpoint.pt", weights_only=False) for d in (straight, resumed))
     assert b["update"] == 4
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    with h5py.File(straight / "metrics.h5") as f:  # the best heuristic's, where episodes ended
+        ended, logged = f["episodes"][...] > 0, f["baseline_bsld"][...]
+    assert ended.any() and (logged[ended] >= 1).all() and np.isnan(logged[~ended]).all()
+    # Evaluation plays the policy on the observation it trained on (the ranks included).
+    evaluate = [sys.executable, "-m", "ddppo_hpc.evaluate", "--windows", "2", "--jobs", "64"]
+    out = subprocess.run([*evaluate, "--checkpoint", str(straight), "--policies", "ddppo"],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[2].split()[:3] == ["ddppo", "easy", "2"]
