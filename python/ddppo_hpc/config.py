@@ -298,6 +298,9 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'env.wait' is for the HPC queue (gpu.mode: off); GPU mode: 'gpu.wait'")
     if config.env.agent_backfill and config.gpu.mode != "off":
         raise ConfigError("'env.agent_backfill' is for the HPC queue (gpu.mode: off)")
+    for key in ("heuristic_ranks", "teacher"):
+        if config.gpu.mode != "off" and getattr(config.env, key) != getattr(EnvConfig, key):
+            raise ConfigError(f"'env.{key}' is for the HPC queue (gpu.mode: off)")
     if config.env.agent_backfill and config.env.backfill == "none":
         raise ConfigError("'env.agent_backfill' needs 'env.backfill' easy or conservative")
     if config.gpu.mode != "off" and (

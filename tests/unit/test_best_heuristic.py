@@ -174,6 +174,11 @@ def test_bad_options_by_name(trace):
     with pytest.raises(ConfigError, match="'env.heuristic_ranks' must be bool"):
         load_config(None, ["env.heuristic_ranks=3"])
     assert load_config(None, ["env.reward_baseline=best"]).env.reward_baseline == "best"
+    gpu = ["gpu.mode=placement", "policy.name=mlp"]
+    for option in ("env.teacher=best", "env.heuristic_ranks=true"):
+        name = option.split("=")[0]
+        with pytest.raises(ConfigError, match=f"'{name}' is for the HPC queue"):
+            load_config(None, [*gpu, option])
 
 
 def test_a_run_with_them_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path):
