@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <queue>
 #include <string>
@@ -128,7 +129,7 @@ class BatchEnv {
   void heuristic_actions(int32_t* actions) const;
   Policy teacher(size_t i) const { return envs_.at(i).teacher; }
   // The best heuristic of environment i's last finished episode and its avg bsld (NaN when
-  // neither `teacher_best` nor `baseline_best` runs the heuristics; `policy` before one).
+  // neither `teacher_best` nor `baseline_best` runs the heuristics; (fcfs, NaN) before one).
   std::pair<Policy, double> last_best(size_t i) const {
     return {envs_.at(i).last_best, envs_.at(i).last_best_bsld};
   }
@@ -168,7 +169,7 @@ class BatchEnv {
     Policy best = Policy::kFcfs;       // the window's best heuristic, when it is run
     double best_bsld = 0;              // its avg bsld (NaN when not run)
     Policy last_best = Policy::kFcfs;  // best and best_bsld of the last finished episode
-    double last_best_bsld = 0;
+    double last_best_bsld = std::numeric_limits<double>::quiet_NaN();
     double paid = 0;                                // dense reward given so far in this episode
     std::vector<double> last_start;                 // the last finished episode's start times
     std::vector<int32_t> running_procs;             // per user, scratch for the features

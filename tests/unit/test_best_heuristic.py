@@ -161,6 +161,7 @@ def test_a_mixed_batch_reports_each_groups_best(trace):
 def test_without_best_nothing_is_run(trace):
     env = VecSchedulingEnv(trace, 1, WINDOW, WINDOW, policy="sjf", seed=3)
     env.reset()
+    assert np.isnan(env.last_best(0)[1])  # no episode finished yet
     while not env.step(env.heuristic_actions())[2][0]:
         pass
     assert env.teacher(0) == "sjf" and np.isnan(env.last_best(0)[1])
