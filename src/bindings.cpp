@@ -99,11 +99,15 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
                      const std::string& policy, const std::string& backfill,
                      const std::string& estimate, const std::string& reward,
                      const std::string& baseline, bool dense, bool wait, bool history,
-                     bool agent_backfill, const std::vector<uint64_t>& seeds) {
+                     bool agent_backfill, bool heuristic_ranks, const std::string& teacher,
+                     const std::vector<uint64_t>& seeds) {
   ddppo::Workload w = workload(id, submit, runtime, requested_time, procs, user);
   if (user_index.shape(0) != w.size || group_index.shape(0) != w.size)
     throw std::invalid_argument("user and group indices differ in length from the jobs");
   ddppo::Accounts accounts{user_index.data(), users, group_index.data(), groups};
+  if (teacher != "backfill_order" && teacher != "best")
+    throw std::invalid_argument("unknown teacher '" + teacher + "' (backfill_order, best)");
+  const bool fixed_baseline = baseline != "none" && baseline != "best";
   ddppo::EnvConfig config{
       machine_procs,
       window_jobs,
@@ -112,11 +116,14 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
       ddppo::parse_backfill(backfill),
       ddppo::parse_reward(reward),
       ddppo::parse_estimate(estimate),
-      baseline == "none" ? std::nullopt : std::optional(ddppo::parse_policy(baseline)),
+      fixed_baseline ? std::optional(ddppo::parse_policy(baseline)) : std::nullopt,
+      baseline == "best",
+      teacher == "best",
       dense,
       wait,
       history,
-      agent_backfill};
+      agent_backfill,
+      heuristic_ranks};
   std::vector<nb::object> keep;
   for (nb::handle h :
        {nb::cast(id), nb::cast(submit), nb::cast(runtime), nb::cast(requested_time),
@@ -142,6 +149,11 @@ void set_outputs(PyBatchEnv& e, Out<float, -1, -1, -1> jobs, Out<float, -1, -1> 
     e.output_arrays.push_back(nb::borrow(h));
 }
 
+const char* policy_name(ddppo::Policy p) {
+  static const char* const names[] = {"fcfs", "sjf", "wfp3", "unicep", "f1", "sjbf"};
+  return names[static_cast<int>(p)];
+}
+
 ddppo::Outputs outputs_of(const PyBatchEnv& e) {
   if (!e.outputs.jobs) throw std::invalid_argument("set_outputs() first");
   return e.outputs;
@@ -162,11 +174,13 @@ NB_MODULE(_core, m) {
   m.attr("HISTORY_JOB_FEATURES") = ddppo::kHistoryJobFeatures;
   m.attr("HISTORY_CLUSTER_FEATURES") = ddppo::kHistoryClusterFeatures;
   m.attr("BACKFILL_CLUSTER_FEATURES") = ddppo::kBackfillClusterFeatures;
+  m.attr("RANK_JOB_FEATURES") = ddppo::kRankJobFeatures;
   nb::class_<PyBatchEnv>(m, "BatchEnv")
       .def(nb::new_(&make_env), "id"_a, "submit"_a, "runtime"_a, "requested_time"_a, "procs"_a,
            "user"_a, "user_index"_a, "users"_a, "group_index"_a, "groups"_a, "machine_procs"_a,
            "window_jobs"_a, "max_queue"_a, "policy"_a, "backfill"_a, "estimate"_a, "reward"_a,
-           "baseline"_a, "dense"_a, "wait"_a, "history"_a, "agent_backfill"_a, "seeds"_a)
+           "baseline"_a, "dense"_a, "wait"_a, "history"_a, "agent_backfill"_a, "heuristic_ranks"_a,
+           "teacher"_a, "seeds"_a)
       .def("__len__", [](const PyBatchEnv& e) { return e.env.size(); })
       .def_prop_ro("slots", [](const PyBatchEnv& e) { return e.env.slots(); })
       .def_prop_ro("job_features", [](const PyBatchEnv& e) { return e.env.job_features(); })
@@ -198,8 +212,18 @@ NB_MODULE(_core, m) {
               throw std::invalid_argument("one action per environment");
             e.env.heuristic_actions(actions.data());
           },
-          "Writes the configured heuristic's pick among each environment's visible jobs (at a "
-          "backfill decision, the job its scan would start next).")
+          "Writes the teacher's pick among each environment's visible jobs (at a backfill "
+          "decision, the job its scan would start next).")
+      .def(
+          "teacher", [](const PyBatchEnv& e, size_t i) { return policy_name(e.env.teacher(i)); },
+          "i"_a, "The heuristic that heuristic_actions() follows in environment i's episode.")
+      .def(
+          "last_best",
+          [](const PyBatchEnv& e, size_t i) {
+            auto [policy, bsld] = e.env.last_best(i);
+            return nb::make_tuple(policy_name(policy), bsld);
+          },
+          "i"_a, "(best heuristic, its avg bsld) of environment i's last finished episode.")
       .def(
           "episodes", [](const PyBatchEnv& e, size_t i) { return e.env.episodes(i); }, "i"_a,
           "Episodes started so far by environment i, the current one included.")

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -29,6 +30,8 @@ BatchEnv::BatchEnv(const Workload& w, Accounts accounts, EnvConfig config,
   if (seeds.empty()) throw std::invalid_argument("a batch needs at least one environment");
   if (config_.dense && config_.reward != Reward::kBsld && config_.reward != Reward::kWait)
     throw std::invalid_argument("a dense reward is a sum over jobs: bsld or wait only");
+  if (config_.baseline && config_.baseline_best)
+    throw std::invalid_argument("one reward baseline: a heuristic or the best");
   envs_.resize(seeds.size());
   for (size_t i = 0; i < seeds.size(); ++i) {
     envs_[i].seed = seeds[i];
@@ -47,13 +50,33 @@ void BatchEnv::start_window(Env& e, size_t begin) {
   e.paid = 0;
   e.sim.emplace(w_, begin, begin + config_.window_jobs, config_.machine_procs, config_.policy,
                 config_.backfill, config_.estimate, config_.agent_backfill);
-  if (config_.history) start_history(e);
+  if (tracks_history()) start_history(e);
+  e.teacher = config_.policy;
+  e.best_bsld = std::numeric_limits<double>::quiet_NaN();
+  if (config_.teacher_best || config_.baseline_best) run_heuristics(e);
   if (config_.baseline) {
     Simulator heuristic(w_, begin, begin + config_.window_jobs, config_.machine_procs,
                         *config_.baseline, config_.backfill, config_.estimate);
     e.baseline_reward =
         reward_of(compute_metrics(w_, begin, heuristic.run(), config_.machine_procs));
   }
+}
+
+// Every heuristic order's run on the window as the simulator runs it (its own order for the
+// picks and the scans), with the environment's backfill and estimate: the one with the lowest
+// avg bsld (ties: the first of kHeuristics) is the window's best heuristic, the teacher with
+// `teacher_best` and the baseline with `baseline_best`.
+void BatchEnv::run_heuristics(Env& e) {
+  double best_reward = 0;
+  for (Policy p : kHeuristics) {
+    Simulator heuristic(w_, e.begin, e.begin + config_.window_jobs, config_.machine_procs, p,
+                        config_.backfill, config_.estimate);
+    const Metrics m = compute_metrics(w_, e.begin, heuristic.run(), config_.machine_procs);
+    if (p == kHeuristics[0] || m.avg_bsld < e.best_bsld)
+      e.best = p, e.best_bsld = m.avg_bsld, best_reward = reward_of(m);
+  }
+  if (config_.teacher_best) e.teacher = e.best;
+  if (config_.baseline_best) e.baseline_reward = best_reward;
 }
 
 void BatchEnv::begin_at(size_t i, size_t start) {
@@ -85,6 +108,7 @@ void BatchEnv::step(const int32_t* actions, Outputs out) {
       // Dense: what the jobs earned is paid already; the baseline's share comes last.
       out.reward[i] += config_.dense ? static_cast<float>(-e.baseline_reward) : last;
       e.last_start = e.sim->start_times();  // the row restarts at once: keep the schedule
+      e.last_best = e.best, e.last_best_bsld = e.best_bsld;
       ++e.episode;
       start_episode(e);
     }
@@ -112,7 +136,7 @@ void BatchEnv::act(Env& e, int32_t action) {
     s.pick_at(position);
   }
   if (config_.agent_backfill) skip_hidden_backfills(s);
-  if (config_.history) track(e, picked);
+  if (tracks_history()) track(e, picked);
 }
 
 // A backfill decision is the agent's only when a visible job is allowed: the others stop.
@@ -228,13 +252,8 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   }
   // Feature 12: the job's rank under F1 (Carastan-Neto and de Camargo, 2017), a score fitted
   // to Lublin-model workloads and the strongest of the classic heuristics there: a prior
-  // the agent can follow, or learn when to leave. Ties go by queue (submit, id) order.
-  e.ranked.clear();
-  for (size_t k = 0; k < visible; ++k)
-    e.ranked.emplace_back(score(Policy::kF1, w_, queue[k], now), k);
-  std::sort(e.ranked.begin(), e.ranked.end());
-  for (size_t r = 0; r < visible; ++r)
-    jobs[e.ranked[r].second * F + 12] = static_cast<float>(r) / static_cast<float>(K);
+  // the agent can follow, or learn when to leave.
+  write_ranks(e, Policy::kF1, jobs, 12);
   for (const auto& r : s.running()) e.running_procs[accounts_.user[r.job]] = 0;
   for (size_t k = 0; k < visible; ++k) e.queued_work[accounts_.user[queue[k]]] = 0;
   float* c = out.cluster + i * cluster_features();
@@ -243,6 +262,9 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   c[2] = static_cast<float>(std::min(static_cast<double>(queue.size()) / K, 1.0));
   if (S > K) observe_wait(e, jobs + K * F, mask + K);
   if (config_.history) observe_history(e, jobs, c);
+  if (config_.heuristic_ranks)
+    for (size_t p = 0; p < kRankJobFeatures; ++p)
+      write_ranks(e, kRankedPolicies[p], jobs, F - kRankJobFeatures + p);
   if (config_.agent_backfill)
     observe_backfill(s, c + cluster_features() - kBackfillClusterFeatures);
 }
@@ -409,11 +431,50 @@ void BatchEnv::observe_history(const Env& e, float* jobs, float* cluster) const 
     c[2 + b] = hidden ? static_cast<float>((h.sizes[b] - shown_sizes[b]) / double(hidden)) : 0.0f;
 }
 
+// Policy p's score of `job` at the decision (docs/simulation.md), SJBF's with the EASY++
+// prediction of the history the environment keeps.
+double BatchEnv::score_at(const Env& e, Policy p, int32_t job) const {
+  if (p == Policy::kSjbf) return at_least_tenth(e.history.predictions->predict(job));
+  return score(p, w_, job, e.sim->now());
+}
+
+// Writes into column `column` of each visible job's row its rank among the visible jobs under
+// policy p's score (0 = p's pick), over K. Ties go by queue (submit, id) order, as p's do.
+void BatchEnv::write_ranks(Env& e, Policy p, float* jobs, size_t column) const {
+  const std::vector<int32_t>& queue = e.sim->waiting();
+  const size_t visible = std::min(config_.max_queue, queue.size()), F = job_features();
+  e.ranked.clear();
+  for (size_t k = 0; k < visible; ++k) e.ranked.emplace_back(score_at(e, p, queue[k]), k);
+  std::sort(e.ranked.begin(), e.ranked.end());
+  for (size_t r = 0; r < visible; ++r)
+    jobs[e.ranked[r].second * F + column] =
+        static_cast<float>(r) / static_cast<float>(config_.max_queue);
+}
+
+// The episode's teacher's pick among the visible jobs when it is not `policy` (whose pick the
+// simulator gives): its lowest score, ties in queue order; at a backfill decision, among the
+// allowed jobs (there always is one: skip_hidden_backfills).
+int32_t BatchEnv::teacher_action(const Env& e) const {
+  const Simulator& s = *e.sim;
+  const std::vector<int32_t>& queue = s.waiting();
+  const size_t visible = std::min(config_.max_queue, queue.size());
+  int32_t best = 0;
+  double lowest = std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k < visible; ++k) {
+    if (s.backfilling() && !s.backfill_allows(queue[k])) continue;
+    if (const double x = score_at(e, e.teacher, queue[k]); x < lowest)
+      lowest = x, best = static_cast<int32_t>(k);
+  }
+  return best;
+}
+
 void BatchEnv::heuristic_actions(int32_t* actions) const {
   for (size_t i = 0; i < envs_.size(); ++i) {
-    const Simulator& s = *envs_[i].sim;
-    actions[i] =
-        static_cast<int32_t>(s.heuristic_position(std::min(config_.max_queue, s.waiting().size())));
+    const Env& e = envs_[i];
+    const Simulator& s = *e.sim;
+    actions[i] = e.teacher == config_.policy ? static_cast<int32_t>(s.heuristic_position(
+                                                   std::min(config_.max_queue, s.waiting().size())))
+                                             : teacher_action(e);
   }
 }
 

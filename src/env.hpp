@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <queue>
 #include <string>
@@ -35,6 +36,14 @@ constexpr size_t kHistoryClusterFeatures = 6;
 // With `agent_backfill`: per cluster, what a backfill decision is about (docs/environment.md,
 // "Agent backfilling").
 constexpr size_t kBackfillClusterFeatures = 4;
+// With `heuristic_ranks`: per job slot, its rank under each of kRankedPolicies, as feature 12
+// is F1's (docs/environment.md, "Heuristic ranks").
+constexpr size_t kRankJobFeatures = 4;
+constexpr std::array<Policy, kRankJobFeatures> kRankedPolicies = {Policy::kSjf, Policy::kWfp3,
+                                                                  Policy::kUnicep, Policy::kSjbf};
+// Every heuristic order, in the order that breaks ties between equal runs (`best`).
+constexpr std::array<Policy, 6> kHeuristics = {Policy::kFcfs,   Policy::kSjf, Policy::kWfp3,
+                                               Policy::kUnicep, Policy::kF1,  Policy::kSjbf};
 constexpr size_t kSizeClasses = 4;        // procs <= 1/8, 1/4, 1/2 of the machine, larger
 constexpr double kTimeScale = 12 * 3600;  // waits, requests and work are in units of 12 h
 constexpr double kLogDecades = 6;         // log10 features: 10^6 s (11.6 days) maps to 1
@@ -52,6 +61,11 @@ struct EnvConfig {
   // When set, the reward is relative to this heuristic's on the same window (an
   // action-independent baseline: same expected gradient, much less variance).
   std::optional<Policy> baseline;
+  // The reward is relative to the best heuristic's on the window: of every heuristic order's
+  // run there, the one with the lowest avg bsld (docs/environment.md, "Best heuristic").
+  bool baseline_best = false;
+  // heuristic_actions() follows the best heuristic of the window, not `policy`.
+  bool teacher_best = false;
   // bsld and wait only: each job's share of the reward comes at the step it starts
   // (episode sums unchanged), not all of it at the episode's end.
   bool dense = false;
@@ -63,6 +77,8 @@ struct EnvConfig {
   // Backfill scans are the agent's: it starts the allowed jobs of its choice, one a step,
   // and slot K stops the scan (docs/environment.md, "Agent backfilling").
   bool agent_backfill = false;
+  // Adds each job's rank under SJF, WFP3, UNICEP and SJBF (after the history features).
+  bool heuristic_ranks = false;
 };
 
 // Per-job dense ids (0-based) of users and groups, for the multi-user features.
@@ -95,7 +111,10 @@ class BatchEnv {
   size_t slots() const {
     return config_.max_queue + (config_.wait || config_.agent_backfill ? 1 : 0);
   }
-  size_t job_features() const { return kJobFeatures + (config_.history ? kHistoryJobFeatures : 0); }
+  size_t job_features() const {
+    return kJobFeatures + (config_.history ? kHistoryJobFeatures : 0) +
+           (config_.heuristic_ranks ? kRankJobFeatures : 0);
+  }
   size_t cluster_features() const {
     return kClusterFeatures + (config_.history ? kHistoryClusterFeatures : 0) +
            (config_.agent_backfill ? kBackfillClusterFeatures : 0);
@@ -104,9 +123,16 @@ class BatchEnv {
   // Actions are slots of the observation; at a pick, a slot without a job (or a masked
   // wait) picks slot 0; at a backfill decision, a slot the mask does not allow stops.
   void step(const int32_t* actions, Outputs out);
-  // The configured heuristic's pick among each environment's visible jobs; at a backfill
-  // decision, the job its scan would start next.
+  // The teacher's pick among each environment's visible jobs; at a backfill decision, the job
+  // its scan would start next. The teacher is `policy`, or with `teacher_best` the episode's
+  // best heuristic.
   void heuristic_actions(int32_t* actions) const;
+  Policy teacher(size_t i) const { return envs_.at(i).teacher; }
+  // The best heuristic of environment i's last finished episode and its avg bsld (NaN when
+  // neither `teacher_best` nor `baseline_best` runs the heuristics; (fcfs, NaN) before one).
+  std::pair<Policy, double> last_best(size_t i) const {
+    return {envs_.at(i).last_best, envs_.at(i).last_best_bsld};
+  }
   // Episodes started so far by environment i, the current one included.
   uint64_t episodes(size_t i) const { return envs_[i].episode + 1; }
   // Puts environment i back in its episode number `episode` after `actions` (for resuming
@@ -138,16 +164,29 @@ class BatchEnv {
     uint64_t episode = 0;  // numbers the episodes: the window start is a hash of both
     size_t begin = 0;
     std::optional<Simulator> sim;
-    double baseline_reward = 0;          // the baseline heuristic's reward on this window
-    double paid = 0;                     // dense reward given so far in this episode
-    std::vector<double> last_start;      // the last finished episode's start times
-    std::vector<int32_t> running_procs;  // per user, scratch for the features
-    std::vector<double> queued_work;     // per user, scratch
-    std::vector<std::pair<double, size_t>> ranked;  // (F1 score, slot), scratch
-    History history;                                // with config_.history only
+    double baseline_reward = 0;        // the baseline heuristic's reward on this window
+    Policy teacher = Policy::kFcfs;    // heuristic_actions()'s heuristic in this episode
+    Policy best = Policy::kFcfs;       // the window's best heuristic, when it is run
+    double best_bsld = 0;              // its avg bsld (NaN when not run)
+    Policy last_best = Policy::kFcfs;  // best and best_bsld of the last finished episode
+    double last_best_bsld = std::numeric_limits<double>::quiet_NaN();
+    double paid = 0;                                // dense reward given so far in this episode
+    std::vector<double> last_start;                 // the last finished episode's start times
+    std::vector<int32_t> running_procs;             // per user, scratch for the features
+    std::vector<double> queued_work;                // per user, scratch
+    std::vector<std::pair<double, size_t>> ranked;  // (score, slot), scratch
+    History history;                                // with tracks_history() only
   };
   void start_episode(Env& e);
   void start_window(Env& e, size_t begin);
+  void run_heuristics(Env& e);
+  // The history is kept for its features, and for SJBF's EASY++ predictions (ranks, teacher).
+  bool tracks_history() const {
+    return config_.history || config_.heuristic_ranks || config_.teacher_best;
+  }
+  double score_at(const Env& e, Policy p, int32_t job) const;
+  void write_ranks(Env& e, Policy p, float* jobs, size_t column) const;
+  int32_t teacher_action(const Env& e) const;
   void act(Env& e, int32_t action);
   float finish_episode(const Env& e, double* metrics) const;
   float dense_reward(Env& e) const;

@@ -334,7 +334,9 @@ def test_the_trained_policy_backfills_with_the_estimate_it_trained_with():
     ]
 
 
-@pytest.mark.parametrize("option", ["env.history=true", "env.agent_backfill=true"])
+@pytest.mark.parametrize(
+    "option", ["env.history=true", "env.agent_backfill=true", "env.heuristic_ranks=true"]
+)
 def test_a_checkpoint_is_rebuilt_with_its_configs_observation_widths(option, tmp_path):
     # bench/quality.py and evaluate build the policy from the config alone: an observation
     # with history or backfill-decision features must give the trained widths.
@@ -343,8 +345,9 @@ def test_a_checkpoint_is_rebuilt_with_its_configs_observation_widths(option, tmp
     from ddppo_hpc.policy import build_policy
 
     config = load_config(None, [option])
-    widths = feature_widths(config.env.history, config.env.agent_backfill)
-    assert widths != feature_widths(False, False)
+    env = config.env
+    widths = feature_widths(env.history, env.agent_backfill, env.heuristic_ranks)
+    assert widths != feature_widths(False, False, False)
     weights = build_policy(config.policy, *widths).state_dict()
     model = evaluate.trained_policy(({"model": weights}, tmp_path / "c.pt"), config)
     assert all(torch.equal(model.state_dict()[k], weights[k]) for k in weights)

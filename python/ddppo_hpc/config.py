@@ -51,8 +51,11 @@ class EnvConfig:
     # (the users' requested times) | predicted (EASY++, docs/simulation.md)
     estimate: str = "request"
     reward: str = "bsld"  # bsld | wait | utilization | fairshare
-    # none, or a heuristic (fcfs | sjf | wfp3 | unicep | f1): the reward becomes the
-    # difference to that heuristic's on the same window (less variance, same optimum)
+    # none, a heuristic (fcfs | sjf | wfp3 | unicep | f1), or best: the reward becomes the
+    # difference to that heuristic's on the same window (less variance, same optimum); best:
+    # to the run with the lowest avg bsld among every heuristic order (fcfs, sjf, wfp3,
+    # unicep, f1, sjbf) on that window, each backfilling in its own order with env.backfill
+    # and env.estimate (docs/environment.md, "Best heuristic")
     reward_baseline: str = "none"
     # bsld and wait: each job's share of the reward at the step it starts, not all of it at
     # the episode's end (same episode sums; the value function then predicts only the future)
@@ -73,6 +76,14 @@ class EnvConfig:
     # the scan (action K); the heuristics start the backfill scan's jobs
     # (docs/environment.md, "Agent backfilling")
     agent_backfill: bool = False
+    # each job slot also shows its rank among the visible jobs under SJF, WFP3, UNICEP and
+    # SJBF (EASY++ predictions), as feature 12 does under F1 (docs/environment.md, "Heuristic
+    # ranks"). Off: the observation of before
+    heuristic_ranks: bool = False
+    # whose picks ppo.imitation_updates copies: backfill_order (that heuristic's) | best (per
+    # episode, the heuristic order with the lowest avg bsld on its window, as reward_baseline
+    # best finds it; docs/environment.md, "Best heuristic")
+    teacher: str = "backfill_order"
 
 
 @dataclass
@@ -102,10 +113,11 @@ class PPOConfig:
     value_coef: float = 0.5
     entropy_coef: float = 0.01
     max_grad_norm: float = 0.5
-    # the first updates copy the environment's heuristic (HPC: the backfill order's pick;
-    # GPU: gpu.order + best_fit): rollouts follow it and the loss is its cross-entropy plus
-    # the value loss (behaviour cloning) among the slots the heuristic can choose (not the
-    # wait, env.wait or gpu.wait, which stays to PPO); they count in `updates`
+    # the first updates copy the environment's heuristic (HPC: env.teacher's pick, by default
+    # the backfill order's; GPU: gpu.order + best_fit): rollouts follow it and the loss is
+    # its cross-entropy plus the value loss (behaviour cloning) among the slots the heuristic
+    # can choose (not the wait, env.wait or gpu.wait, which stays to PPO); they count in
+    # `updates`
     imitation_updates: int = 0
 
 
@@ -179,7 +191,8 @@ class TrainConfig:
 CHOICES = {
     ("env", "backfill"): ("none", "easy", "conservative"),
     ("env", "reward"): ("bsld", "wait", "utilization", "fairshare"),
-    ("env", "reward_baseline"): ("none", "fcfs", "sjf", "wfp3", "unicep", "f1"),
+    ("env", "reward_baseline"): ("none", "fcfs", "sjf", "wfp3", "unicep", "f1", "best"),
+    ("env", "teacher"): ("backfill_order", "best"),
     ("env", "backfill_order"): ("fcfs", "sjf", "wfp3", "unicep", "f1"),
     ("env", "estimate"): ("request", "predicted"),
     ("policy", "name"): ("mlp", "attention", "gtrxl", "dual"),
@@ -285,6 +298,9 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'env.wait' is for the HPC queue (gpu.mode: off); GPU mode: 'gpu.wait'")
     if config.env.agent_backfill and config.gpu.mode != "off":
         raise ConfigError("'env.agent_backfill' is for the HPC queue (gpu.mode: off)")
+    for key in ("heuristic_ranks", "teacher"):
+        if config.gpu.mode != "off" and getattr(config.env, key) != getattr(EnvConfig, key):
+            raise ConfigError(f"'env.{key}' is for the HPC queue (gpu.mode: off)")
     if config.env.agent_backfill and config.env.backfill == "none":
         raise ConfigError("'env.agent_backfill' needs 'env.backfill' easy or conservative")
     if config.gpu.mode != "off" and (

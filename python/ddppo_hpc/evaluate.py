@@ -82,8 +82,9 @@ def run_policy(
 ) -> list[tuple[int, np.ndarray, dict]]:
     """(window, start times, metrics) of one greedy episode per window of `spans` (window ->
     (first job, jobs)): one batch per window length, one environment per window. The queue
-    length, backfill order and estimate, wait action, history and agent backfilling are the
-    training run's (with `backfill` none, agent backfilling has no decision to make)."""
+    length, backfill order and estimate, wait action, history, agent backfilling and
+    heuristic ranks are the training run's (with `backfill` none, agent backfilling has no
+    decision to make)."""
     done = []
     for length in sorted({n for _, n in spans.values()}):
         windows = [w for w, (_, n) in spans.items() if n == length]
@@ -98,6 +99,7 @@ def run_policy(
             history=options.history,
             estimate=options.estimate,
             agent_backfill=options.agent_backfill,
+            heuristic_ranks=options.heuristic_ranks,
         )
         env.reset()
         obs = env.begin_at([spans[w][0] for w in windows])
@@ -184,7 +186,8 @@ def trained_policy(loaded: tuple[dict, Path], config: TrainConfig, *features: in
     widths unless `features` gives others), with its weights; ValueError naming the
     checkpoint when config and weights disagree."""
     checkpoint, file = loaded
-    widths = features or feature_widths(config.env.history, config.env.agent_backfill)
+    env = config.env
+    widths = features or feature_widths(env.history, env.agent_backfill, env.heuristic_ranks)
     model = build_policy(config.policy, *widths)
     problem = weights_problem(model.state_dict(), checkpoint["model"])
     if problem:

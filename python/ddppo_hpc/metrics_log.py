@@ -17,12 +17,14 @@ from ddppo_hpc.sim import simulate
 def baseline_bslds(env, info: dict, terminated: np.ndarray, config) -> list[float]:
     """For each episode that `terminated` ends, the avg bsld of the run's env.reward_baseline
     on the same window (env.backfill with env.estimate): the heuristic the environment
-    compares the policy with, on the same jobs. NaN without a baseline (and in GPU mode,
-    whose score is JCT)."""
+    compares the policy with, on the same jobs (`best`: the environment ran it). NaN without a
+    baseline (and in GPU mode, whose score is JCT)."""
     e = config.env
     if config.gpu.mode != "off" or e.reward_baseline == "none":
         return [np.nan] * int(terminated.sum())
     ended = np.flatnonzero(terminated)
+    if e.reward_baseline == "best":
+        return [env.last_best(i)[1] for i in ended]
     return [
         simulate(
             env.window_trace(i),

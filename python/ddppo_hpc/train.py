@@ -75,6 +75,8 @@ def queue_envs(trace: Trace, n: int, env: EnvConfig, seed: int) -> VecScheduling
         history=env.history,
         estimate=env.estimate,
         agent_backfill=env.agent_backfill,
+        heuristic_ranks=env.heuristic_ranks,
+        teacher=env.teacher,
     )
 
 

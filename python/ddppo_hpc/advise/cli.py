@@ -137,6 +137,11 @@ def usable_config(config: TrainConfig, file) -> None:
             f"{file}: env.history: advise cannot build the history features yet (they need"
             " the users' finished jobs, which squeue does not keep)"
         )
+    if config.env.heuristic_ranks:
+        raise ValueError(
+            f"{file}: env.heuristic_ranks: advise cannot build the SJBF rank yet (its EASY++"
+            " predictions need the users' finished jobs, which squeue does not keep)"
+        )
     if config.env.agent_backfill:
         raise ValueError(
             f"{file}: env.agent_backfill: advise orders the queue and has no backfill decision"

@@ -61,10 +61,19 @@ class MixedVecEnv:
             self.jobs[rows], self.cluster[rows], self.mask[rows] = g.jobs, g.cluster, g.mask
         return {"jobs": self.jobs, "cluster": self.cluster, "action_mask": self.mask.view(bool)}
 
+    def _group(self, i: int) -> tuple[VecSchedulingEnv, int]:
+        """Environment i's group and its row there."""
+        k = int(np.searchsorted(self.bounds, i, side="right")) - 1
+        return self.groups[k], i - int(self.bounds[k])
+
     def window_trace(self, i: int) -> Trace:
         """The trace that environment i's windows come from."""
-        k = int(np.searchsorted(self.bounds, i, side="right")) - 1
-        return self.groups[k].trace
+        return self._group(i)[0].trace
+
+    def last_best(self, i: int) -> tuple[str, float]:
+        """VecSchedulingEnv.last_best of environment i."""
+        group, row = self._group(i)
+        return group.last_best(row)
 
     def reset(self) -> tuple[dict[str, np.ndarray], dict]:
         starts = [g.reset()[1]["episode_start"] for g in self.groups]

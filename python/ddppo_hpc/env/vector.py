@@ -13,14 +13,17 @@ CLUSTER_FEATURES = _core.CLUSTER_FEATURES
 HISTORY_JOB_FEATURES = _core.HISTORY_JOB_FEATURES
 HISTORY_CLUSTER_FEATURES = _core.HISTORY_CLUSTER_FEATURES
 BACKFILL_CLUSTER_FEATURES = _core.BACKFILL_CLUSTER_FEATURES
+RANK_JOB_FEATURES = _core.RANK_JOB_FEATURES
 REWARDS = ("bsld", "wait", "utilization", "fairshare")
 EPISODE_METRICS = ("avg_bsld", "avg_wait", "utilization", "jain_user_bsld")
 
 
-def feature_widths(history: bool, agent_backfill: bool = False) -> tuple[int, int]:
-    """(job slot, cluster) feature counts of the observation, with or without `history` and
-    `agent_backfill`."""
-    jobs = JOB_FEATURES + HISTORY_JOB_FEATURES * history
+def feature_widths(
+    history: bool, agent_backfill: bool = False, heuristic_ranks: bool = False
+) -> tuple[int, int]:
+    """(job slot, cluster) feature counts of the observation, with or without `history`,
+    `agent_backfill` and `heuristic_ranks`."""
+    jobs = JOB_FEATURES + HISTORY_JOB_FEATURES * history + RANK_JOB_FEATURES * heuristic_ranks
     cluster = CLUSTER_FEATURES + HISTORY_CLUSTER_FEATURES * history
     return jobs, cluster + BACKFILL_CLUSTER_FEATURES * agent_backfill
 
@@ -43,7 +46,12 @@ class VecSchedulingEnv:
     predictions) is the runtime estimate of the backfill scans and the reward baseline's run.
     With `agent_backfill`, backfill scans are decisions too: the mask shows the jobs the
     backfill allows to start now and slot K stops the scan; the cluster features say whether
-    it is one (docs/environment.md, "Agent backfilling").
+    it is one (docs/environment.md, "Agent backfilling"). With `heuristic_ranks`, every job
+    slot also has its rank under SJF, WFP3, UNICEP and SJBF, after the other features.
+    `teacher` is whose picks heuristic_actions() gives: `policy`'s (`backfill_order`) or, with
+    `best`, those of the heuristic order that scores the lowest avg bsld on the episode's
+    window; `baseline` `best` makes the reward relative to that run's (docs/environment.md,
+    "Best heuristic").
     """
 
     METRICS = EPISODE_METRICS  # the episode metrics in `info`, in the core's column order
@@ -65,6 +73,8 @@ class VecSchedulingEnv:
         history: bool = False,
         estimate: str = "request",
         agent_backfill: bool = False,
+        heuristic_ranks: bool = False,
+        teacher: str = "backfill_order",
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -90,6 +100,8 @@ class VecSchedulingEnv:
             wait,
             history,
             agent_backfill,
+            heuristic_ranks,
+            teacher,
             [seed + i for i in range(num_envs)],
         )
         self.job_features = self._core.job_features
@@ -182,8 +194,17 @@ class VecSchedulingEnv:
         """The trace that environment i's windows come from (every one's, here)."""
         return self.trace
 
+    def teacher(self, i: int) -> str:
+        """The heuristic that heuristic_actions() follows in environment i's episode."""
+        return self._core.teacher(i)
+
+    def last_best(self, i: int) -> tuple[str, float]:
+        """(the best heuristic, its avg bsld) on environment i's last finished episode's
+        window; the bsld is NaN unless `teacher` or `baseline` is `best`."""
+        return self._core.last_best(i)
+
     def heuristic_actions(self) -> np.ndarray:
-        """The backfill policy's heuristic pick among each environment's visible jobs."""
+        """The teacher's pick among each environment's visible jobs."""
         actions = np.zeros(self.num_envs, dtype=np.int32)
         self._core.heuristic_actions(actions)
         return actions
