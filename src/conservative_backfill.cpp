@@ -157,9 +157,10 @@ void Simulator::plan_through(const Order& order, size_t k, size_t last) {
 }
 
 // WFP3, UNICEP and SJBF with requests: in a group of waiting jobs (equal procs and request,
-// and user for SJBF) policy order is index order and every job fits now or none does; once one cannot start,
-// none after it can. The walk merges the groups by policy order at now from their oldest jobs
-// and ends once no group that fitted as the scan began still fits: no later job can start.
+// and user for SJBF) policy order is index order and every job fits now or none does; once one
+// cannot start, none after it can. The walk merges the groups by policy order at now from their
+// oldest jobs and ends once no group that fitted as the scan began still fits: no later job can
+// start.
 void Simulator::plan_by_groups() {
   profile_.lows(lows_);
   const int32_t free = std::min(free_, lows_[0].free);

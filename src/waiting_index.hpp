@@ -150,9 +150,8 @@ class WaitingIndex {
       const double by = until(c.procs);
       auto bound = std::lower_bound(c.jobs.begin(), c.jobs.end(), below,
                                     [&](int32_t j, size_t r) { return rank(j) < r; });
-      size_t s = c.estimates.last_before(bound - c.jobs.begin(), [&](double v) {
-        return v < MinTree::kUnset && now + v <= by;
-      });
+      size_t s = c.estimates.last_before(
+          bound - c.jobs.begin(), [&](double v) { return v < MinTree::kUnset && now + v <= by; });
       if (s < c.jobs.size() && (best < 0 || rank(c.jobs[s]) > rank(best))) best = c.jobs[s];
     }
     return best;

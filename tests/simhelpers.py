@@ -1,6 +1,11 @@
-"""Converts between the reference's Job lists and the C++ side's Traces."""
+"""Converts between the reference's Job lists and the C++ side's Traces; tiny size-1
+trainings."""
+
+import subprocess
+import sys
 
 import numpy as np
+import torch
 from reference_sim import Job
 
 from ddppo_hpc.data.trace import Trace
@@ -60,3 +65,21 @@ TINY_GPU = [
     "gpu.gpus_per_machine=4",
     "run.checkpoint_every=100",
 ]
+
+
+def train(run_dir, *overrides: str, resume: bool = False) -> None:
+    """A size-1 training into `run_dir` with these overrides (TINY_TRAINING is the caller's
+    to pass), or its --resume."""
+    args = ["--run-dir", str(run_dir), *(["--resume"] if resume else []), *overrides]
+    subprocess.run([sys.executable, "-m", "ddppo_hpc.train", *args], check=True,
+                   capture_output=True, timeout=300)  # fmt: skip
+
+
+def straight_and_resumed(tmp_path, options: list[str], stop: int, updates: int = 4) -> tuple:
+    """The checkpoints of a run of `updates` updates and of one stopped after `stop` and
+    resumed to `updates` (tmp_path/straight and tmp_path/resumed)."""
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    train(straight, *options, f"ppo.updates={updates}")
+    train(resumed, *options, f"ppo.updates={stop}")
+    train(resumed, f"ppo.updates={updates}", resume=True)
+    return tuple(torch.load(d / "checkpoint.pt", weights_only=False) for d in (straight, resumed))

@@ -13,7 +13,7 @@ import sys
 import time
 
 import pytest
-from simhelpers import TINY_TRAINING
+from simhelpers import TINY_TRAINING, train
 
 from ddppo_hpc.advise import cli
 
@@ -24,11 +24,7 @@ SECOND_USER = "nobody"  # every Debian system has it; sbatch --uid needs root
 def checkpoint(tmp_path_factory):
     """A 1-update run of the tiny training config (K = 16: all six jobs are visible)."""
     run = tmp_path_factory.mktemp("advise-live") / "run"
-    subprocess.run(
-        [sys.executable, "-m", "ddppo_hpc.train", "--run-dir", str(run), *TINY_TRAINING,
-         "ppo.updates=1"],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
+    train(run, *TINY_TRAINING, "ppo.updates=1")
     return run
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from reference_sim import Job
-from simhelpers import TINY_TRAINING, trace_of
+from simhelpers import TINY_TRAINING, straight_and_resumed, trace_of
 
 from ddppo_hpc.config import ConfigError, load_config
 from ddppo_hpc.data.synthetic import generate
@@ -183,7 +183,6 @@ def test_bad_options_by_name(trace):
 
 
 def test_a_run_with_them_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path):
-    train = [sys.executable, "-m", "ddppo_hpc.train"]
     options = [
         *TINY_TRAINING,
         "env.heuristic_ranks=true",
@@ -192,13 +191,8 @@ def test_a_run_with_them_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path
         "env.history=true",
         "ppo.imitation_updates=2",
     ]
-    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    for run_dir, updates in ((straight, 4), (resumed, 1)):
-        subprocess.run([*train, "--run-dir", str(run_dir), *options, f"ppo.updates={updates}"],
-                       check=True, capture_output=True, timeout=300)  # fmt: skip
-    subprocess.run([*train, "--run-dir", str(resumed), "--resume", "ppo.updates=4"],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
-    a, b = (torch.load(d / "checkpoint.pt", weights_only=False) for d in (straight, resumed))
+    a, b = straight_and_resumed(tmp_path, options, stop=1)
+    straight = tmp_path / "straight"
     assert b["update"] == 4
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
     with h5py.File(straight / "metrics.h5") as f:  # the best heuristic's, where episodes ended

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from simhelpers import TINY_TRAINING
+from simhelpers import TINY_TRAINING, straight_and_resumed
 
 from ddppo_hpc.config import ConfigError, load_config
 from ddppo_hpc.data.source import Source, at_load, rank_train_trace, sources
@@ -136,12 +136,6 @@ def test_make_env_groups_sources_and_loads_with_contiguous_seeds(tmp_path):
 def test_a_mixed_run_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path):
     small = write_swf(tmp_path / "small.swf", 3000, 32, seed=4)
     options = [*TINY_TRAINING, f"data.trace=[synthetic, {small}]", "data.load_scale=[0.6, 1]"]
-    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    for run_dir, updates in ((straight, 4), (resumed, 2)):
-        subprocess.run([*TRAIN, "--run-dir", str(run_dir), *options, f"ppo.updates={updates}"],
-                       check=True, capture_output=True, timeout=300)  # fmt: skip
-    subprocess.run([*TRAIN, "--run-dir", str(resumed), "--resume", "ppo.updates=4"],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
-    a, b = (torch.load(d / "checkpoint.pt", weights_only=False) for d in (straight, resumed))
+    a, b = straight_and_resumed(tmp_path, options, stop=2)
     assert b["update"] == 4
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
