@@ -40,7 +40,7 @@ nb::tuple simulate_gpu(Column<int64_t> id, Column<double> submit, Column<double>
                        Column<int32_t> gpus, Column<double> cpu, Column<double> mem,
                        Column<int32_t> user, int32_t users, const ddppo::Topology& topology,
                        const std::string& order, const std::string& placement, uint64_t seed,
-                       size_t begin, size_t end) {
+                       size_t begin, size_t end, bool wait) {
   ddppo::GpuJobs jobs = JobColumns{id, submit, runtime, gpus, cpu, mem, user, users}.view();
   ddppo::GpuOrder o = ddppo::parse_gpu_order(order);
   ddppo::GpuPlacement p = ddppo::parse_gpu_placement(placement);
@@ -50,7 +50,7 @@ nb::tuple simulate_gpu(Column<int64_t> id, Column<double> submit, Column<double>
   {
     nb::gil_scoped_release release;
     ddppo::GpuCluster cluster(jobs, topology, begin, end, seed);
-    cluster.run(o, p);
+    cluster.run(o, p, wait);
     m = ddppo::compute_gpu_metrics(cluster);
     start = cluster.start_times();
     finish = cluster.end_times();
@@ -179,7 +179,9 @@ void bind_gpu(nb::module_& m) {
       .def("validate", &ddppo::Topology::validate, "Checks the machines; raises ValueError.");
   m.def("simulate_gpu", &simulate_gpu, "id"_a, "submit"_a, "runtime"_a, "gpus"_a, "cpu"_a, "mem"_a,
         "user"_a, "users"_a, "topology"_a, "order"_a, "placement"_a, "seed"_a, "begin"_a, "end"_a,
-        "Simulates GPU jobs [begin, end) with heuristics; returns (start, end, comm cost, "
+        "wait"_a,
+        "Simulates GPU jobs [begin, end) with heuristics (with `wait`, the wait rule orders); "
+        "returns (start, end, comm cost, "
         "GPUs of every job in job order, metrics).");
 }
 

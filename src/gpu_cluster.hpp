@@ -44,7 +44,7 @@ struct Topology {
 };
 
 enum class GpuOrder { kFifo, kSrtf, kLas };
-enum class GpuPlacement { kFirstFit, kBestFit, kRandom };
+enum class GpuPlacement { kFirstFit, kBestFit, kRandom, kSpeedFit };
 GpuOrder parse_gpu_order(const std::string& name);
 GpuPlacement parse_gpu_placement(const std::string& name);
 
@@ -85,8 +85,12 @@ class GpuCluster {
   // first is order_position(order).
   std::vector<size_t> order_ranking(GpuOrder order) const;
   int32_t placement_gpu(GpuPlacement placement);  // random draws advance the counter
-  // Runs the window with heuristics to the end.
-  void run(GpuOrder order, GpuPlacement placement);
+  // The wait rule's ordering decision: the first waiting job in the ordering's order that
+  // fits now (its queue position), or the queue's size when none does.
+  size_t first_fitting(GpuOrder order) const;
+  // Runs the window with heuristics to the end; with `waits`, the wait rule orders
+  // (docs/gpu.md, "Heuristics").
+  void run(GpuOrder order, GpuPlacement placement, bool waits = false);
 
   // Placement cost of a set of GPUs (docs/gpu.md, "Communication cost").
   double comm_cost(const std::vector<int32_t>& gpus) const;
@@ -94,7 +98,7 @@ class GpuCluster {
   double link_to_chosen(int32_t gpu) const;
   // best_fit's placement of the head (chosen GPUs first) as last planned by
   // placement_gpu(kBestFit); empty before that.
-  const std::vector<int32_t>& best_fit_planned() const { return plan_; }
+  const std::vector<int32_t>& best_fit_planned() const { return plans_[0]; }
   // The communication cost of best_fit's placement of waiting job `job` if it started now
   // (0 when it does not fit now).
   double best_fit_cost(int32_t job) const;
@@ -127,7 +131,8 @@ class GpuCluster {
   double share_mem(int32_t job) const { return jobs_.mem[job] / jobs_.gpus[job]; }
   std::vector<double> attained_service() const;
   std::vector<double> order_keys(GpuOrder order) const;  // per waiting job
-  std::vector<int32_t> best_fit_plan(int32_t job, int32_t g) const;
+  // best_fit's (by_speed false) or speed_fit's GPUs for g more GPUs of `job`.
+  std::vector<int32_t> packed_plan(int32_t job, int32_t g, bool by_speed) const;
 
   GpuJobs jobs_;
   Topology topo_;
@@ -140,7 +145,7 @@ class GpuCluster {
   std::vector<int32_t> queue_, chosen_, chosen_on_, gpu_job_, free_gpus_;
   std::vector<double> free_cpu_, free_mem_;
   int32_t free_total_ = 0;
-  std::vector<int32_t> plan_;  // best_fit's placement of the head, planned once
+  std::vector<int32_t> plans_[2];  // best_fit's and speed_fit's plans for the head
   std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
   std::vector<double> start_, end_time_, comm_;
   std::vector<std::vector<int32_t>> placement_;
