@@ -63,8 +63,14 @@ double Topology::link(int32_t a, int32_t b) const {
 }
 
 GpuCluster::GpuCluster(const GpuJobs& jobs, const Topology& topo, size_t begin, size_t end,
-                       uint64_t seed)
-    : jobs_(jobs), topo_(topo), begin_(begin), end_(end), next_arrival_(begin), seed_(seed) {
+                       uint64_t seed, bool non_blocking)
+    : jobs_(jobs),
+      topo_(topo),
+      begin_(begin),
+      end_(end),
+      next_arrival_(begin),
+      seed_(seed),
+      non_blocking_(non_blocking) {
   topo_.validate();
   if (begin >= end || end > jobs.size) throw std::invalid_argument("empty or invalid window");
   size_t m = topo_.machines();
@@ -129,7 +135,7 @@ void GpuCluster::advance() {
       phase_ = Phase::kPlace;
       return;
     }
-    if (head_ < 0 && !queue_.empty()) {
+    if (head_ < 0 && !queue_.empty() && (!non_blocking_ || any_fits())) {
       phase_ = Phase::kOrder;
       return;
     }
@@ -150,7 +156,14 @@ double GpuCluster::next_event() const {
   return next;
 }
 
+bool GpuCluster::any_fits() const {
+  for (int32_t job : queue_)
+    if (fits(job)) return true;
+  return false;
+}
+
 bool GpuCluster::can_wait() const {
+  if (non_blocking_ && (phase_ != Phase::kPlace || any_fits())) return false;
   return phase_ != Phase::kDone && chosen_.empty() && !std::isinf(next_event());
 }
 
@@ -203,6 +216,8 @@ std::vector<double> GpuCluster::compact_times(const std::vector<int32_t>& jobs) 
 void GpuCluster::commit(size_t position) {
   if (phase_ != Phase::kOrder || position >= queue_.size())
     throw std::invalid_argument("no waiting job at that position");
+  if (non_blocking_ && !fits(queue_[position]))
+    throw std::invalid_argument("non-blocking: the job does not fit now");
   head_ = queue_[position];
   queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(position));
   for (auto& plan : plans_) plan.clear();
@@ -409,27 +424,25 @@ int32_t GpuCluster::placement_gpu(GpuPlacement placement) {
   throw std::logic_error("no available GPU for a job that fits");
 }
 
-size_t GpuCluster::first_fitting(GpuOrder order) const {
-  for (size_t position : order_ranking(order))
-    if (fits(queue_[position])) return position;
-  return queue_.size();
+std::vector<size_t> GpuCluster::candidates(GpuOrder order) const {
+  std::vector<size_t> ranking = order_ranking(order);
+  if (non_blocking_)
+    ranking.erase(std::remove_if(ranking.begin(), ranking.end(),
+                                 [&](size_t position) { return !fits(queue_[position]); }),
+                  ranking.end());
+  return ranking;
 }
 
-void GpuCluster::run(GpuOrder order, GpuPlacement placement, bool waits) {
+size_t GpuCluster::pick(GpuOrder order) const {
+  return non_blocking_ ? candidates(order).at(0) : order_position(order);
+}
+
+void GpuCluster::run(GpuOrder order, GpuPlacement placement) {
   while (!done()) {
-    if (phase_ == Phase::kPlace) {
+    if (phase_ == Phase::kPlace)
       choose(placement_gpu(placement));
-    } else if (!waits) {
-      commit(order_position(order));
-    } else {
-      size_t position = first_fitting(order);
-      // Nothing fits only while a job runs (every job fits the empty cluster): its end
-      // is to come.
-      if (position < queue_.size())
-        commit(position);
-      else
-        wait();
-    }
+    else
+      commit(pick(order));
   }
 }
 

@@ -51,8 +51,11 @@ GpuPlacement parse_gpu_placement(const std::string& name);
 class GpuCluster {
  public:
   enum class Phase { kOrder, kPlace, kDone };
-  GpuCluster(const GpuJobs& jobs, const Topology& topo, size_t begin, size_t end,
-             uint64_t seed = 0);
+  // `non_blocking` (docs/gpu.md, "Decision model"): only a job that fits now is committed
+  // (none fitting: time advances), and waiting is possible only in a placement step
+  // while no other waiting job fits now, so no decision delays a job that could start.
+  GpuCluster(const GpuJobs& jobs, const Topology& topo, size_t begin, size_t end, uint64_t seed = 0,
+             bool non_blocking = false);
 
   Phase phase() const { return phase_; }
   bool done() const { return phase_ == Phase::kDone; }
@@ -85,12 +88,16 @@ class GpuCluster {
   // first is order_position(order).
   std::vector<size_t> order_ranking(GpuOrder order) const;
   int32_t placement_gpu(GpuPlacement placement);  // random draws advance the counter
-  // The wait rule's ordering decision: the first waiting job in the ordering's order that
-  // fits now (its queue position), or the queue's size when none does.
-  size_t first_fitting(GpuOrder order) const;
-  // Runs the window with heuristics to the end; with `waits`, the wait rule orders
-  // (docs/gpu.md, "Heuristics").
-  void run(GpuOrder order, GpuPlacement placement, bool waits = false);
+  // The ordering's decision: its pick (order_position), or when non-blocking the first
+  // waiting job in its order that fits now.
+  size_t pick(GpuOrder order) const;
+  // Runs the window with heuristics to the end (non-blocking: the wait rule, docs/gpu.md,
+  // "Heuristics").
+  void run(GpuOrder order, GpuPlacement placement);
+  bool non_blocking() const { return non_blocking_; }
+  // Every waiting job's queue position in the ordering's order, the ones that fit now
+  // only when non-blocking: what an ordering step may commit.
+  std::vector<size_t> candidates(GpuOrder order) const;
 
   // Placement cost of a set of GPUs (docs/gpu.md, "Communication cost").
   double comm_cost(const std::vector<int32_t>& gpus) const;
@@ -126,6 +133,7 @@ class GpuCluster {
   void apply_events();
   void start_head();
   void release(int32_t job);
+  bool any_fits() const;  // some waiting job fits now
   void take(int32_t gpu, int32_t job);
   double share_cpu(int32_t job) const { return jobs_.cpu[job] / jobs_.gpus[job]; }
   double share_mem(int32_t job) const { return jobs_.mem[job] / jobs_.gpus[job]; }
@@ -138,6 +146,7 @@ class GpuCluster {
   Topology topo_;
   size_t begin_, end_, next_arrival_;
   uint64_t seed_, draws_ = 0;
+  bool non_blocking_;
   double now_;
   Phase phase_ = Phase::kOrder;
   int32_t head_ = -1;

@@ -160,6 +160,10 @@ class GpuConfig:
     # the agents may also wait: start nothing until the next arrival or completion (a job
     # that would be spread now can wait for a machine; docs/gpu.md, "Environments")
     wait: bool = False
+    # only jobs that fit now are committed, and the wait is valid only in a placement step
+    # while no other waiting job fits: no decision delays a job that could start
+    # (docs/gpu.md, "Environments"); the reward baseline is then the wait rule
+    non_blocking: bool = False
 
 
 @dataclass

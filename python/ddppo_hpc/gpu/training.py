@@ -84,6 +84,7 @@ def env_for(config: TrainConfig, jobs: GpuWorkload, cluster: Cluster, num_envs: 
         seed,
         g.reward_baseline,
         g.wait,
+        g.non_blocking,
     )
 
 
