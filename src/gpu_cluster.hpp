@@ -103,9 +103,11 @@ class GpuCluster {
   double comm_cost(const std::vector<int32_t>& gpus) const;
   // Mean link cost from `gpu` to the head's chosen GPUs (0 when none is chosen).
   double link_to_chosen(int32_t gpu) const;
-  // best_fit's placement of the head (chosen GPUs first) as last planned by
-  // placement_gpu(kBestFit); empty before that.
-  const std::vector<int32_t>& best_fit_planned() const { return plans_[0]; }
+  // best_fit's (or speed_fit's) placement of the head (chosen GPUs first) as last planned
+  // by placement_gpu(kBestFit or kSpeedFit); empty before that.
+  const std::vector<int32_t>& planned(GpuPlacement packing) const {
+    return plans_[packing == GpuPlacement::kSpeedFit];
+  }
   // The communication cost of best_fit's placement of waiting job `job` if it started now
   // (0 when it does not fit now).
   double best_fit_cost(int32_t job) const;

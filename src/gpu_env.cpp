@@ -62,7 +62,7 @@ void GpuBatchEnv::start_window(Env& e, size_t begin, uint64_t seed) {
 void GpuBatchEnv::settle(Env& e) {
   GpuCluster& s = *e.sim;
   while (!config_.dual && s.phase() == GpuCluster::Phase::kOrder) s.commit(s.pick(config_.order));
-  if (s.phase() == GpuCluster::Phase::kPlace) s.placement_gpu(GpuPlacement::kBestFit);
+  if (s.phase() == GpuCluster::Phase::kPlace) s.placement_gpu(config_.teacher());
   if (s.phase() == GpuCluster::Phase::kOrder) e.ranking = s.candidates(config_.order);
 }
 
@@ -245,7 +245,7 @@ void GpuBatchEnv::observe_gpus(const GpuCluster& s, float* slot, uint8_t* mask) 
   const double machines = static_cast<double>(topo_.machines());
   std::vector<uint8_t> chosen(topo_.total_gpus(), 0), planned(topo_.total_gpus(), 0);
   for (int32_t c : s.chosen()) chosen[c] = 1;
-  const std::vector<int32_t>& plan = s.best_fit_planned();
+  const std::vector<int32_t>& plan = s.planned(config_.teacher());
   for (size_t k = s.chosen().size(); k < plan.size(); ++k) planned[plan[k]] = 1;
   std::vector<double> rack_free(topo_.racks, 0), rack_gpus(topo_.racks, 0);
   for (size_t m = 0; m < topo_.machines(); ++m) {

@@ -26,6 +26,11 @@ struct GpuEnvConfig {
   // With a placement heuristic: rewards relative to `order` + that placement on the same
   // window (docs/gpu.md, "Environments").
   std::optional<GpuPlacement> baseline;
+  // The placement the observation's plan feature shows and imitation clones: speed_fit
+  // when it is the baseline, else best_fit.
+  GpuPlacement teacher() const {
+    return baseline == GpuPlacement::kSpeedFit ? GpuPlacement::kSpeedFit : GpuPlacement::kBestFit;
+  }
   // The agents may also wait (docs/gpu.md, "Environments"): the last slot is then the
   // wait action.
   bool wait = false;

@@ -86,14 +86,16 @@ class VecGpuEnv(VecSchedulingEnv):
         steps = window_jobs * (1 + int(workload.gpus.max()) + 2 * wait)
         self._allocate(s, SLOT_FEATURES, GLOBAL_FEATURES, steps)
         self.teacher_slots = s - wait  # the heuristics never wait
+        # what imitation clones and the plan feature shows (docs/gpu.md, "Environments")
+        self.teacher = "speed_fit" if baseline == "speed_fit" else "best_fit"
 
     def heuristic_actions(
-        self, order: str | None = None, placement: str = "best_fit"
+        self, order: str | None = None, placement: str | None = None
     ) -> np.ndarray:
         """The heuristics' action in each environment's current step (an ordering step: the
         slot showing `order`'s pick, -1 when no slot shows it); `order` defaults to the
-        environment's."""
-        order = order or self.order
+        environment's, `placement` to its teacher."""
+        order, placement = order or self.order, placement or self.teacher
         actions = np.zeros(self.num_envs, dtype=np.int32)
         self._core.heuristic_actions(order, placement, actions)
         return actions
