@@ -28,7 +28,9 @@ GpuPlacement parse_gpu_placement(const std::string& name) {
   if (name == "first_fit") return GpuPlacement::kFirstFit;
   if (name == "best_fit") return GpuPlacement::kBestFit;
   if (name == "random") return GpuPlacement::kRandom;
-  throw std::invalid_argument("unknown placement '" + name + "' (first_fit, best_fit, random)");
+  if (name == "speed_fit") return GpuPlacement::kSpeedFit;
+  throw std::invalid_argument("unknown placement '" + name +
+                              "' (first_fit, best_fit, random, speed_fit)");
 }
 
 void Topology::validate() {
@@ -61,8 +63,14 @@ double Topology::link(int32_t a, int32_t b) const {
 }
 
 GpuCluster::GpuCluster(const GpuJobs& jobs, const Topology& topo, size_t begin, size_t end,
-                       uint64_t seed)
-    : jobs_(jobs), topo_(topo), begin_(begin), end_(end), next_arrival_(begin), seed_(seed) {
+                       uint64_t seed, bool non_blocking)
+    : jobs_(jobs),
+      topo_(topo),
+      begin_(begin),
+      end_(end),
+      next_arrival_(begin),
+      seed_(seed),
+      non_blocking_(non_blocking) {
   topo_.validate();
   if (begin >= end || end > jobs.size) throw std::invalid_argument("empty or invalid window");
   size_t m = topo_.machines();
@@ -127,7 +135,7 @@ void GpuCluster::advance() {
       phase_ = Phase::kPlace;
       return;
     }
-    if (head_ < 0 && !queue_.empty()) {
+    if (head_ < 0 && !queue_.empty() && (!non_blocking_ || any_fits())) {
       phase_ = Phase::kOrder;
       return;
     }
@@ -148,14 +156,21 @@ double GpuCluster::next_event() const {
   return next;
 }
 
+bool GpuCluster::any_fits() const {
+  for (int32_t job : queue_)
+    if (fits(job)) return true;
+  return false;
+}
+
 bool GpuCluster::can_wait() const {
+  if (non_blocking_ && (phase_ != Phase::kPlace || any_fits())) return false;
   return phase_ != Phase::kDone && chosen_.empty() && !std::isinf(next_event());
 }
 
 void GpuCluster::wait() {
   if (!can_wait()) throw std::invalid_argument("nothing to wait for");
   now_ = std::max(now_, next_event());
-  plan_.clear();
+  for (auto& plan : plans_) plan.clear();
   advance();
 }
 
@@ -201,9 +216,11 @@ std::vector<double> GpuCluster::compact_times(const std::vector<int32_t>& jobs) 
 void GpuCluster::commit(size_t position) {
   if (phase_ != Phase::kOrder || position >= queue_.size())
     throw std::invalid_argument("no waiting job at that position");
+  if (non_blocking_ && !fits(queue_[position]))
+    throw std::invalid_argument("non-blocking: the job does not fit now");
   head_ = queue_[position];
   queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(position));
-  plan_.clear();
+  for (auto& plan : plans_) plan.clear();
   advance();
 }
 
@@ -320,28 +337,59 @@ std::vector<size_t> GpuCluster::order_ranking(GpuOrder order) const {
   return rank;
 }
 
-std::vector<int32_t> GpuCluster::best_fit_plan(int32_t job, int32_t g) const {
+// best_fit and speed_fit (docs/gpu.md, "Heuristics"): the most compact level that holds
+// g slots (one machine, else one rack, else the cluster); among that level's groups the
+// highest pace (speed_fit only; best_fit's pace is always 0), then the fewest slots, then
+// the lowest index; in the group, the machines at or above the pace by slots descending.
+std::vector<int32_t> GpuCluster::packed_plan(int32_t job, int32_t g, bool by_speed) const {
   const int32_t m_count = static_cast<int32_t>(topo_.machines());
-  std::vector<int32_t> slot(m_count), rack_slots(topo_.racks, 0), order(m_count);
+  std::vector<int32_t> slot(m_count), rack_slots(topo_.racks, 0);
   for (int32_t m = 0; m < m_count; ++m) {
     slot[m] = slots(m, job);
     rack_slots[topo_.rack[m]] += slot[m];
   }
-  std::iota(order.begin(), order.end(), 0);
-  std::vector<int32_t> machines;  // candidates, in the order they are taken
-  int32_t single = -1, rack = -1;
+  // The groups of the level, each as its machines in index order.
+  std::vector<std::vector<int32_t>> groups;
   for (int32_t m = 0; m < m_count; ++m)
-    if (slot[m] >= g && (single < 0 || slot[m] < slot[single])) single = m;
-  for (int32_t r = 0; r < topo_.racks && single < 0; ++r)
-    if (rack_slots[r] >= g && (rack < 0 || rack_slots[r] < rack_slots[rack])) rack = r;
-  if (single >= 0) {
-    machines = {single};
-  } else {
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int32_t a, int32_t b) { return slot[a] > slot[b]; });
-    for (int32_t m : order)
-      if (rack < 0 || topo_.rack[m] == rack) machines.push_back(m);
+    if (slot[m] >= g) groups.push_back({m});
+  const bool one_machine = !groups.empty();
+  for (int32_t r = 0; r < topo_.racks && !one_machine; ++r) {
+    if (rack_slots[r] < g) continue;
+    groups.emplace_back();
+    for (int32_t m = 0; m < m_count; ++m)
+      if (topo_.rack[m] == r) groups.back().push_back(m);
   }
+  if (groups.empty()) {
+    groups.emplace_back(m_count);
+    std::iota(groups.back().begin(), groups.back().end(), 0);
+  }
+  // A group's pace: the highest nominal speed v whose machines at or above v hold g slots.
+  auto pace = [&](std::vector<int32_t> members) {
+    if (!by_speed) return 0.0;
+    std::stable_sort(members.begin(), members.end(),
+                     [&](int32_t a, int32_t b) { return topo_.nominal[a] > topo_.nominal[b]; });
+    int32_t held = 0;
+    for (int32_t m : members)
+      if ((held += slot[m]) >= g) return topo_.nominal[m];
+    return 0.0;
+  };
+  auto group_slots = [&](const std::vector<int32_t>& members) {
+    int32_t n = 0;
+    for (int32_t m : members) n += slot[m];
+    return n;
+  };
+  size_t best = 0;
+  double best_pace = pace(groups[0]);
+  for (size_t k = 1; k < groups.size(); ++k) {
+    double p = pace(groups[k]);
+    if (p > best_pace || (p == best_pace && group_slots(groups[k]) < group_slots(groups[best])))
+      best = k, best_pace = p;
+  }
+  std::vector<int32_t> machines;
+  for (int32_t m : groups[best])
+    if (topo_.nominal[m] >= best_pace) machines.push_back(m);
+  std::stable_sort(machines.begin(), machines.end(),
+                   [&](int32_t a, int32_t b) { return slot[a] > slot[b]; });
   std::vector<int32_t> plan;
   for (int32_t m : machines) {
     int32_t take = slot[m];
@@ -352,19 +400,22 @@ std::vector<int32_t> GpuCluster::best_fit_plan(int32_t job, int32_t g) const {
 }
 
 double GpuCluster::best_fit_cost(int32_t job) const {
-  return fits(job) ? comm_cost(best_fit_plan(job, jobs_.gpus[job])) : 0;
+  return fits(job) ? comm_cost(packed_plan(job, jobs_.gpus[job], false)) : 0;
 }
 
 int32_t GpuCluster::placement_gpu(GpuPlacement placement) {
   if (phase_ != Phase::kPlace) throw std::invalid_argument("no job to place");
-  if (placement == GpuPlacement::kBestFit) {
-    if (plan_.size() <= chosen_.size() ||
-        !std::equal(chosen_.begin(), chosen_.end(), plan_.begin())) {
-      plan_ = chosen_;  // a partial placement by someone else: plan the rest
-      std::vector<int32_t> rest = best_fit_plan(head_, jobs_.gpus[head_] - chosen_.size());
-      plan_.insert(plan_.end(), rest.begin(), rest.end());
+  if (placement == GpuPlacement::kBestFit || placement == GpuPlacement::kSpeedFit) {
+    bool by_speed = placement == GpuPlacement::kSpeedFit;
+    std::vector<int32_t>& plan = plans_[by_speed];
+    if (plan.size() <= chosen_.size() ||
+        !std::equal(chosen_.begin(), chosen_.end(), plan.begin())) {
+      plan = chosen_;  // a partial placement by someone else: plan the rest
+      std::vector<int32_t> rest =
+          packed_plan(head_, jobs_.gpus[head_] - static_cast<int32_t>(chosen_.size()), by_speed);
+      plan.insert(plan.end(), rest.begin(), rest.end());
     }
-    return plan_[chosen_.size()];
+    return plan[chosen_.size()];
   }
   size_t pick = 0, n = available_count();
   if (placement == GpuPlacement::kRandom) pick = splitmix64(seed_ ^ splitmix64(draws_++)) % n;
@@ -373,12 +424,25 @@ int32_t GpuCluster::placement_gpu(GpuPlacement placement) {
   throw std::logic_error("no available GPU for a job that fits");
 }
 
+std::vector<size_t> GpuCluster::candidates(GpuOrder order) const {
+  std::vector<size_t> ranking = order_ranking(order);
+  if (non_blocking_)
+    ranking.erase(std::remove_if(ranking.begin(), ranking.end(),
+                                 [&](size_t position) { return !fits(queue_[position]); }),
+                  ranking.end());
+  return ranking;
+}
+
+size_t GpuCluster::pick(GpuOrder order) const {
+  return non_blocking_ ? candidates(order).at(0) : order_position(order);
+}
+
 void GpuCluster::run(GpuOrder order, GpuPlacement placement) {
   while (!done()) {
-    if (phase_ == Phase::kOrder)
-      commit(order_position(order));
-    else
+    if (phase_ == Phase::kPlace)
       choose(placement_gpu(placement));
+    else
+      commit(pick(order));
   }
 }
 

@@ -44,15 +44,18 @@ struct Topology {
 };
 
 enum class GpuOrder { kFifo, kSrtf, kLas };
-enum class GpuPlacement { kFirstFit, kBestFit, kRandom };
+enum class GpuPlacement { kFirstFit, kBestFit, kRandom, kSpeedFit };
 GpuOrder parse_gpu_order(const std::string& name);
 GpuPlacement parse_gpu_placement(const std::string& name);
 
 class GpuCluster {
  public:
   enum class Phase { kOrder, kPlace, kDone };
-  GpuCluster(const GpuJobs& jobs, const Topology& topo, size_t begin, size_t end,
-             uint64_t seed = 0);
+  // `non_blocking` (docs/gpu.md, "Decision model"): only a job that fits now is committed
+  // (none fitting: time advances), and waiting is possible only in a placement step
+  // while no other waiting job fits now, so no decision delays a job that could start.
+  GpuCluster(const GpuJobs& jobs, const Topology& topo, size_t begin, size_t end, uint64_t seed = 0,
+             bool non_blocking = false);
 
   Phase phase() const { return phase_; }
   bool done() const { return phase_ == Phase::kDone; }
@@ -85,16 +88,26 @@ class GpuCluster {
   // first is order_position(order).
   std::vector<size_t> order_ranking(GpuOrder order) const;
   int32_t placement_gpu(GpuPlacement placement);  // random draws advance the counter
-  // Runs the window with heuristics to the end.
+  // The ordering's decision: its pick (order_position), or when non-blocking the first
+  // waiting job in its order that fits now.
+  size_t pick(GpuOrder order) const;
+  // Runs the window with heuristics to the end (non-blocking: the wait rule, docs/gpu.md,
+  // "Heuristics").
   void run(GpuOrder order, GpuPlacement placement);
+  bool non_blocking() const { return non_blocking_; }
+  // Every waiting job's queue position in the ordering's order, the ones that fit now
+  // only when non-blocking: what an ordering step may commit.
+  std::vector<size_t> candidates(GpuOrder order) const;
 
   // Placement cost of a set of GPUs (docs/gpu.md, "Communication cost").
   double comm_cost(const std::vector<int32_t>& gpus) const;
   // Mean link cost from `gpu` to the head's chosen GPUs (0 when none is chosen).
   double link_to_chosen(int32_t gpu) const;
-  // best_fit's placement of the head (chosen GPUs first) as last planned by
-  // placement_gpu(kBestFit); empty before that.
-  const std::vector<int32_t>& best_fit_planned() const { return plan_; }
+  // best_fit's (or speed_fit's) placement of the head (chosen GPUs first) as last planned
+  // by placement_gpu(kBestFit or kSpeedFit); empty before that.
+  const std::vector<int32_t>& planned(GpuPlacement packing) const {
+    return plans_[packing == GpuPlacement::kSpeedFit];
+  }
   // The communication cost of best_fit's placement of waiting job `job` if it started now
   // (0 when it does not fit now).
   double best_fit_cost(int32_t job) const;
@@ -122,17 +135,20 @@ class GpuCluster {
   void apply_events();
   void start_head();
   void release(int32_t job);
+  bool any_fits() const;  // some waiting job fits now
   void take(int32_t gpu, int32_t job);
   double share_cpu(int32_t job) const { return jobs_.cpu[job] / jobs_.gpus[job]; }
   double share_mem(int32_t job) const { return jobs_.mem[job] / jobs_.gpus[job]; }
   std::vector<double> attained_service() const;
   std::vector<double> order_keys(GpuOrder order) const;  // per waiting job
-  std::vector<int32_t> best_fit_plan(int32_t job, int32_t g) const;
+  // best_fit's (by_speed false) or speed_fit's GPUs for g more GPUs of `job`.
+  std::vector<int32_t> packed_plan(int32_t job, int32_t g, bool by_speed) const;
 
   GpuJobs jobs_;
   Topology topo_;
   size_t begin_, end_, next_arrival_;
   uint64_t seed_, draws_ = 0;
+  bool non_blocking_;
   double now_;
   Phase phase_ = Phase::kOrder;
   int32_t head_ = -1;
@@ -140,7 +156,7 @@ class GpuCluster {
   std::vector<int32_t> queue_, chosen_, chosen_on_, gpu_job_, free_gpus_;
   std::vector<double> free_cpu_, free_mem_;
   int32_t free_total_ = 0;
-  std::vector<int32_t> plan_;  // best_fit's placement of the head, planned once
+  std::vector<int32_t> plans_[2];  // best_fit's and speed_fit's plans for the head
   std::priority_queue<Completion, std::vector<Completion>, std::greater<>> completions_;
   std::vector<double> start_, end_time_, comm_;
   std::vector<std::vector<int32_t>> placement_;

@@ -45,11 +45,11 @@ void GpuBatchEnv::start_episode(Env& e) {
 
 void GpuBatchEnv::start_window(Env& e, size_t begin, uint64_t seed) {
   e.begin = begin;
-  e.sim.emplace(jobs_, topo_, begin, begin + config_.window_jobs, seed);
+  e.sim.emplace(jobs_, topo_, begin, begin + config_.window_jobs, seed, config_.non_blocking);
   e.base_job.clear();
   e.base_makespan = 0;
   if (config_.baseline) {  // the heuristic on the same window, with the same random draws
-    GpuCluster h(jobs_, topo_, begin, begin + config_.window_jobs, seed);
+    GpuCluster h(jobs_, topo_, begin, begin + config_.window_jobs, seed, config_.non_blocking);
     h.run(config_.order, *config_.baseline);
     for (size_t k = 0; k < config_.window_jobs; ++k) e.base_job.push_back(job_term(h, k));
     e.base_makespan = compute_gpu_metrics(h).makespan;
@@ -61,10 +61,9 @@ void GpuBatchEnv::start_window(Env& e, size_t begin, uint64_t seed) {
 // best_fit's plan of a placement step, the ranking of an ordering step.
 void GpuBatchEnv::settle(Env& e) {
   GpuCluster& s = *e.sim;
-  while (!config_.dual && s.phase() == GpuCluster::Phase::kOrder)
-    s.commit(s.order_position(config_.order));
-  if (s.phase() == GpuCluster::Phase::kPlace) s.placement_gpu(GpuPlacement::kBestFit);
-  if (s.phase() == GpuCluster::Phase::kOrder) e.ranking = s.order_ranking(config_.order);
+  while (!config_.dual && s.phase() == GpuCluster::Phase::kOrder) s.commit(s.pick(config_.order));
+  if (s.phase() == GpuCluster::Phase::kPlace) s.placement_gpu(config_.teacher());
+  if (s.phase() == GpuCluster::Phase::kOrder) e.ranking = s.candidates(config_.order);
 }
 
 double GpuBatchEnv::job_term(const GpuCluster& s, size_t k) const {
@@ -165,7 +164,7 @@ void GpuBatchEnv::heuristic_actions(GpuOrder order, GpuPlacement placement, int3
     // The slot that shows the heuristic's pick; -1 when the slots do not show it.
     const std::vector<size_t>& shown = envs_[i].ranking;
     size_t n = std::min(config_.max_queue, shown.size());
-    auto at = std::find(shown.begin(), shown.begin() + n, s.order_position(order));
+    auto at = std::find(shown.begin(), shown.begin() + n, s.pick(order));
     actions[i] = at == shown.begin() + n ? -1 : static_cast<int32_t>(at - shown.begin());
   }
 }
@@ -217,7 +216,7 @@ void GpuBatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
 void GpuBatchEnv::observe_jobs(const GpuCluster& s, const std::vector<size_t>& ranking, float* slot,
                                uint8_t* mask) const {
   const std::vector<int32_t>& queue = s.waiting();
-  const size_t visible = std::min(config_.max_queue, queue.size());
+  const size_t visible = std::min(config_.max_queue, ranking.size());
   const double gpus = static_cast<double>(topo_.total_gpus());
   std::vector<int32_t> shown(visible);
   for (size_t k = 0; k < visible; ++k) shown[k] = queue[ranking[k]];
@@ -246,7 +245,7 @@ void GpuBatchEnv::observe_gpus(const GpuCluster& s, float* slot, uint8_t* mask) 
   const double machines = static_cast<double>(topo_.machines());
   std::vector<uint8_t> chosen(topo_.total_gpus(), 0), planned(topo_.total_gpus(), 0);
   for (int32_t c : s.chosen()) chosen[c] = 1;
-  const std::vector<int32_t>& plan = s.best_fit_planned();
+  const std::vector<int32_t>& plan = s.planned(config_.teacher());
   for (size_t k = s.chosen().size(); k < plan.size(); ++k) planned[plan[k]] = 1;
   std::vector<double> rack_free(topo_.racks, 0), rack_gpus(topo_.racks, 0);
   for (size_t m = 0; m < topo_.machines(); ++m) {

@@ -26,9 +26,17 @@ struct GpuEnvConfig {
   // With a placement heuristic: rewards relative to `order` + that placement on the same
   // window (docs/gpu.md, "Environments").
   std::optional<GpuPlacement> baseline;
+  // The placement the observation's plan feature shows and imitation clones: speed_fit
+  // when it is the baseline, else best_fit.
+  GpuPlacement teacher() const {
+    return baseline == GpuPlacement::kSpeedFit ? GpuPlacement::kSpeedFit : GpuPlacement::kBestFit;
+  }
   // The agents may also wait (docs/gpu.md, "Environments"): the last slot is then the
   // wait action.
   bool wait = false;
+  // Only jobs that fit now are committed, and the wait delays no job that could start
+  // (GpuCluster's non_blocking; docs/gpu.md, "Environments").
+  bool non_blocking = false;
 };
 
 struct GpuOutputs {
@@ -54,6 +62,8 @@ class GpuBatchEnv {
   void heuristic_actions(GpuOrder order, GpuPlacement placement, int32_t* actions);
   void begin_at(size_t i, size_t start);
   uint64_t episodes(size_t i) const { return envs_[i].episode + 1; }
+  // Environment i's simulator as it stands (for traces of decisions).
+  const GpuCluster& cluster(size_t i) const { return *envs_.at(i).sim; }
   void restore(size_t i, uint64_t episode, const std::vector<int32_t>& actions);
 
  private:

@@ -31,6 +31,7 @@ class RefMachine:
     speed: float = 1.0
     cpu: float = 0.0
     mem: float = 0.0
+    nominal: float = 1.0  # what speed_fit sees (the true speed is `speed`)
 
 
 def splitmix64(x: int) -> int:
@@ -119,11 +120,43 @@ class RefCluster:
                 rack = min(fitting, key=lambda r: (rack_slots[r], r))
                 by_slots = [m for m in by_slots if self.machines[m].rack == rack]
             order = by_slots
+        return self.take_from(order, slots, job.gpus)
+
+    def take_from(self, order, slots, g) -> list[int]:
         plan = []
         for m in order:
-            free = [g for g, mm in enumerate(self.gpu_machine) if mm == m and self.owner[g] is None]
-            plan += free[: min(slots[m], job.gpus - len(plan))]
+            free = [x for x, mm in enumerate(self.gpu_machine) if mm == m and self.owner[x] is None]
+            plan += free[: min(slots[m], g - len(plan))]
         return plan
+
+    def speed_fit(self, job: GpuJob) -> list[int]:
+        """docs/gpu.md: best_fit's levels; in a level, the group with the highest pace
+        (fewest slots, lowest index on ties), then its machines at or above the pace."""
+        n, g = len(self.machines), job.gpus
+        slots = [self.slots(m, job) for m in range(n)]
+        racks = sorted({mach.rack for mach in self.machines})
+        in_rack = {r: [m for m in range(n) if self.machines[m].rack == r] for r in racks}
+        groups = [[m] for m in range(n) if slots[m] >= g]
+        if not groups:
+            groups = [in_rack[r] for r in racks if sum(slots[m] for m in in_rack[r]) >= g]
+        if not groups:
+            groups = [list(range(n))]
+
+        def pace(group):
+            # the highest speed v with g slots on the group's machines of speed >= v
+            speeds = sorted({self.machines[m].nominal for m in group}, reverse=True)
+            for v in speeds:
+                if sum(slots[m] for m in group if self.machines[m].nominal >= v) >= g:
+                    return v
+            raise AssertionError("the group holds g slots")
+
+        best = min(
+            range(len(groups)),
+            key=lambda k: (-pace(groups[k]), sum(slots[m] for m in groups[k]), k),
+        )
+        v = pace(groups[best])
+        fast = [m for m in groups[best] if self.machines[m].nominal >= v]
+        return self.take_from(sorted(fast, key=lambda m: (-slots[m], m)), slots, g)
 
 
 def attained(jobs, schedule, t, users) -> list[float]:
@@ -144,9 +177,19 @@ def pick(order: str, waiting: list[GpuJob], jobs, schedule, t) -> GpuJob:
     return min(waiting, key=lambda j: service[j.user])
 
 
+def ranking(order: str, waiting: list[GpuJob], jobs, schedule, t) -> list[GpuJob]:
+    """The waiting jobs in the ordering's order, ties by queue position."""
+    rest, ranked = list(waiting), []
+    while rest:
+        ranked.append(pick(order, rest, jobs, schedule, t))
+        rest.remove(ranked[-1])
+    return ranked
+
+
 def simulate(jobs, machines, order="fifo", placement="first_fit", seed=0, links=(1, 4, 16),
-             penalty=0.05):  # fmt: skip
-    """{job id: (start, end, comm cost, GPUs)} for jobs in (submit, id) order."""
+             penalty=0.05, wait=False):  # fmt: skip
+    """{job id: (start, end, comm cost, GPUs)} for jobs in (submit, id) order. With `wait`,
+    the ordering commits the first job in its order that fits now and otherwise waits."""
     cluster = RefCluster(machines, links, penalty)
     pending, waiting, running, schedule = list(jobs), [], [], {}
     t, head, draws = jobs[0].submit, None, 0
@@ -157,11 +200,15 @@ def simulate(jobs, machines, order="fifo", placement="first_fit", seed=0, links=
         while pending and pending[0].submit <= t:
             waiting.append(pending.pop(0))
         if head is None and waiting:
-            head = pick(order, waiting, jobs, schedule, t)
-            waiting.remove(head)
+            ranked = ranking(order, waiting, jobs, schedule, t)
+            if wait:  # nothing that fits: wait for the next event
+                ranked = [j for j in ranked if cluster.fits(j)]
+            head = ranked[0] if ranked else None
+            if head is not None:
+                waiting.remove(head)
         if head is not None and cluster.fits(head):
-            if placement == "best_fit":
-                gpus = cluster.best_fit(head)
+            if placement in ("best_fit", "speed_fit"):
+                gpus = getattr(cluster, placement)(head)
                 for gpu in gpus:
                     cluster.take(gpu, head)
             else:

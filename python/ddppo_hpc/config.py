@@ -165,13 +165,17 @@ class GpuConfig:
     w_jct: float = 1.0  # reward weights: average JCT (hours)
     w_makespan: float = 0.0  # makespan (hours)
     w_comm: float = 0.1  # average communication cost (per cross-rack link cost)
-    # none, or a placement heuristic (first_fit | best_fit | random): rewards become the
-    # difference to `order` + that placement on the same window, job by job (less
-    # variance, same optimum)
+    # none, or a placement heuristic (first_fit | best_fit | random | speed_fit): rewards
+    # become the difference to `order` + that placement on the same window, job by job
+    # (less variance, same optimum)
     reward_baseline: str = "none"
     # the agents may also wait: start nothing until the next arrival or completion (a job
     # that would be spread now can wait for a machine; docs/gpu.md, "Environments")
     wait: bool = False
+    # only jobs that fit now are committed, and the wait is valid only in a placement step
+    # while no other waiting job fits: no decision delays a job that could start
+    # (docs/gpu.md, "Environments"); the reward baseline is then the wait rule
+    non_blocking: bool = False
 
 
 @dataclass
@@ -198,7 +202,7 @@ CHOICES = {
     ("policy", "name"): ("mlp", "attention", "gtrxl", "dual"),
     ("gpu", "mode"): ("off", "placement", "dual"),
     ("gpu", "order"): ("fifo", "srtf", "las"),
-    ("gpu", "reward_baseline"): ("none", "first_fit", "best_fit", "random"),
+    ("gpu", "reward_baseline"): ("none", "first_fit", "best_fit", "random", "speed_fit"),
     ("run", "device"): ("auto", "cpu", "cuda"),
 }
 POSITIVE = {

@@ -153,3 +153,30 @@ def test_per_job_never_replaces_the_trace(philly):
         "write it elsewhere"
     )
     assert philly.read_bytes() == before
+
+
+def test_wait_both_gives_each_pair_both_ways(philly):
+    out = run("--trace", philly, *SMALL, "--order", "srtf", "--placement", "speed_fit",
+              "--wait", "both", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout)
+    assert [(r["placement"], r["wait"]) for r in rows] == [
+        ("speed_fit", False),
+        ("speed_fit", True),
+    ]
+    w = load([philly])
+    expected = simulate_gpu(
+        w,
+        Cluster(uniform(1, 2, 2, ("V100M32", "V100M16", "P100", "T4"))),
+        "srtf",
+        "speed_fit",
+        wait=True,
+    )
+    assert {k: rows[1][k] for k in expected.metrics} == expected.metrics
+    table = run("--trace", philly, *SMALL, "--wait", "yes").stdout.splitlines()
+    assert table[1].split()[:4] == ["order", "placement", "wait", "jobs"]
+    assert table[2].split()[:3] == ["fifo", "first_fit", "yes"]
+    bad = run("--trace", philly, *SMALL, "--wait", "both", "--per-job", "x.csv")
+    assert (
+        bad.returncode == 2 and "--per-job needs a single order, placement and wait" in bad.stderr
+    )

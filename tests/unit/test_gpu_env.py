@@ -105,3 +105,15 @@ def test_state_resumes_mid_episode(wait):
         actions = a.random_actions(rng)
         ra = a.step(actions)[1].copy()
         assert np.array_equal(ra, b.step(actions)[1])
+
+
+@pytest.mark.parametrize(("baseline", "plan", "action"), [("best_fit", 0, 0), ("speed_fit", 2, 2)])
+def test_the_teacher_is_the_baseline_packing(baseline, plan, action):
+    # one 1-GPU job on a P100 machine (GPUs 0, 1) and a G3 machine (GPUs 2, 3): best_fit
+    # takes GPU 0 (a tie of slots), speed_fit GPU 2 (the fastest machine)
+    machines = [RefMachine(0, 2, speed=0.6, nominal=0.6), RefMachine(0, 2, speed=1.6, nominal=1.6)]
+    jobs = workload([GpuJob(1, 0, 90, 1), GpuJob(2, 5, 90, 1)])
+    env = VecGpuEnv(jobs, cluster(machines), 1, 2, 4, "placement", "fifo", baseline=baseline)
+    obs, _ = env.reset()
+    assert obs["jobs"][0, :4, 8].tolist() == [float(g == plan) for g in range(4)]
+    assert env.heuristic_actions().tolist() == [action]

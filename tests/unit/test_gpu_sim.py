@@ -1,6 +1,8 @@
 """The C++ GPU-cluster simulator (docs/gpu.md): hand-computed tiny clusters, and the
 pure-Python reference on random small clusters."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from gpu_reference import GpuJob, RefMachine
@@ -9,8 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddppo_hpc.gpu import Cluster, Machines, simulate_gpu
-from ddppo_hpc.gpu.topology import from_nodes, true_speeds, uniform
+from ddppo_hpc.gpu.topology import MODEL_SPEEDS, from_nodes, true_speeds, uniform
 from ddppo_hpc.gpu.workload import GpuWorkload
+
+MODEL_OF = {speed: model for model, speed in MODEL_SPEEDS.items() if model != "V100M16"}
 
 
 def workload(jobs: list[GpuJob]) -> GpuWorkload:
@@ -26,13 +30,14 @@ def workload(jobs: list[GpuJob]) -> GpuWorkload:
 
 
 def cluster(machines: list[RefMachine], links=(1, 4, 16), penalty=0.05) -> Cluster:
-    """A cluster whose true speeds are the machines' speeds (their own model names)."""
+    """A cluster whose true speeds are the machines' speeds and whose nominal speeds are
+    their `nominal` (the model of that speed)."""
     m = Machines(
         rack=np.array([x.rack for x in machines]),
         gpus=np.array([x.gpus for x in machines]),
         cpu=np.array([x.cpu for x in machines], dtype=float),
         mem=np.array([x.mem for x in machines], dtype=float),
-        model=tuple("V100M32" for _ in machines),
+        model=tuple(MODEL_OF[x.nominal] for x in machines),
     )
     return Cluster(m, tuple(map(float, links)), penalty, speeds=tuple(x.speed for x in machines))
 
@@ -43,8 +48,9 @@ ONE_RACK = [RefMachine(0, 2), RefMachine(0, 2)]
 TWO_RACKS = [RefMachine(0, 2), RefMachine(1, 2)]
 
 
-def run(jobs, machines, order="fifo", placement="first_fit", penalty=0.05, seed=0):
-    return simulate_gpu(workload(jobs), cluster(machines, penalty=penalty), order, placement, seed)
+def run(jobs, machines, order="fifo", placement="first_fit", penalty=0.05, seed=0, wait=False):
+    c = cluster(machines, penalty=penalty)
+    return simulate_gpu(workload(jobs), c, order, placement, seed, wait=wait)
 
 
 @pytest.mark.parametrize(
@@ -138,6 +144,67 @@ def test_orderings_by_hand(order, starts):
     assert r.start_time.tolist() == starts
 
 
+def fast(rack, gpus, speed):
+    """A machine whose nominal and true speeds are `speed`."""
+    return RefMachine(rack, gpus, speed=speed, nominal=speed)
+
+
+@pytest.mark.parametrize(
+    ("machines", "g", "best", "speedy", "ends"),
+    [
+        # one machine holds the job: best_fit the fewest slots (a tie: machine 0, 0.6),
+        # speed_fit the fastest (machine 1, 1.6)
+        ([fast(0, 2, 0.6), fast(0, 2, 1.6)], 1, [0], [2], [150, 56.25]),
+        # no machine holds 3, both racks do (4 slots each): best_fit rack 0, pace 0.45;
+        # speed_fit the rack of the higher pace, rack 1 (0.6; rack 0: 1.0 holds only 2)
+        (
+            [fast(0, 2, 1.0), fast(0, 2, 0.45), fast(1, 2, 0.6), fast(1, 2, 0.6)],
+            3,
+            [0, 1, 2],
+            [4, 5, 6],
+            [200, 150],
+        ),  # fmt: skip
+        # no rack holds 4: best_fit machines 0 and 1 (pace 0.45); speed_fit's pace is 1.0
+        # (machines 2 and 0 hold 4), so it takes machines 0 and 2, leaving the T4 out
+        (
+            [fast(0, 2, 1.0), fast(1, 2, 0.45), fast(2, 2, 1.6)],
+            4,
+            [0, 1, 2, 3],
+            [0, 1, 4, 5],
+            [200, 90],
+        ),  # fmt: skip
+    ],
+)
+def test_speed_fit_takes_the_fastest_compact_gpus(machines, g, best, speedy, ends):
+    # 90 s on the slowest machine of each placement, no communication penalty
+    jobs = [GpuJob(1, 0, 90, g)]
+    r = run(jobs, machines, placement="best_fit", penalty=0)
+    s = run(jobs, machines, placement="speed_fit", penalty=0)
+    assert [r.gpus[0].tolist(), s.gpus[0].tolist()] == [best, speedy]
+    assert [r.end_time[0], s.end_time[0]] == pytest.approx(ends)
+
+
+def test_the_wait_rule_by_hand():
+    # J1 (0 s, 100 s, 3 GPUs), J2 (1 s, 10 s, 2 GPUs), J3 (2 s, 50 s, 1 GPU). srtf + best_fit
+    # commits J2 at 1 s, which blocks J3 until J1 ends at 110 s; the wait rule waits at 1 s
+    # (nothing fits), starts J3 at 2 s and J2 at 110 s.
+    jobs = [GpuJob(1, 0, 100, 3), GpuJob(2, 1, 10, 2), GpuJob(3, 2, 50, 1)]
+    # J1 on {0, 1, 2}: cost 3, factor 1.1, ends at 110 s
+    assert run(jobs, ONE_RACK, "srtf", "best_fit").start_time == pytest.approx([0, 110, 110])
+    r = run(jobs, ONE_RACK, "srtf", "best_fit", wait=True)
+    assert r.start_time == pytest.approx([0, 110, 2])
+    assert r.end_time == pytest.approx([110, 120, 52])
+
+
+def test_the_wait_rule_looks_past_the_first_jobs():
+    # X (0 s, 100 s, 3 GPUs) runs; 40 jobs of 2 GPUs wait, then one of 1 GPU (longest):
+    # only the last fits, beyond any 32 jobs an observation shows
+    jobs = [GpuJob(0, 0, 100, 3)] + [GpuJob(k, 1, 10, 2) for k in range(1, 41)]
+    jobs.append(GpuJob(41, 1, 500, 1))
+    r = run(jobs, ONE_RACK, "srtf", "best_fit", wait=True)
+    assert r.start_time[41] == 1
+
+
 def test_cpu_and_memory_shares_limit_a_machine():
     machines = [RefMachine(0, 4, cpu=8000, mem=100), RefMachine(0, 4, cpu=64000, mem=1000)]
     # 4 GPUs asking 16000 milli-cores: 4000 a GPU, so machine 0 holds 2 of them.
@@ -196,6 +263,7 @@ def small_case(draw):
             speed=draw(st.sampled_from([0.5, 1.0, 2.0])),
             cpu=float(draw(st.sampled_from([0, 12, 24]))),
             mem=float(draw(st.sampled_from([0, 12, 24]))),
+            nominal=draw(st.sampled_from([0.6, 1.0, 1.6])),
         )
         for _ in range(draw(st.integers(1, 5)))
     ]
@@ -211,14 +279,15 @@ def small_case(draw):
     return machines, jobs
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     small_case(),
     st.sampled_from(["fifo", "srtf", "las"]),
-    st.sampled_from(["first_fit", "best_fit", "random"]),
+    st.sampled_from(["first_fit", "best_fit", "random", "speed_fit"]),
     st.integers(0, 2**63),
+    st.booleans(),
 )
-def test_cpp_matches_reference(case, order, placement, seed):
+def test_cpp_matches_reference(case, order, placement, seed, wait):
     machines, jobs = case
     c = cluster(machines, links=(1, 3, 9), penalty=0.25)
     w = workload(jobs)
@@ -226,10 +295,25 @@ def test_cpp_matches_reference(case, order, placement, seed):
     jobs = [j for j, ok in zip(jobs, fits) if ok]
     if not jobs:
         return
-    r = simulate_gpu(workload(jobs), c, order, placement, seed)
-    expected = simulate_reference(jobs, machines, order, placement, seed, (1, 3, 9), 0.25)
+    r = simulate_gpu(workload(jobs), c, order, placement, seed, wait=wait)
+    expected = simulate_reference(jobs, machines, order, placement, seed, (1, 3, 9), 0.25, wait)
     got = {
         j.id: (s, e, cost, g.tolist())
         for j, s, e, cost, g in zip(jobs, r.start_time, r.end_time, r.comm_cost, r.gpus)
     }
     assert got == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(small_case(), st.sampled_from(["fifo", "srtf", "las"]), st.booleans())
+def test_speed_fit_is_best_fit_on_one_speed(case, order, wait):
+    machines, jobs = case
+    machines = [replace(m, nominal=1.0) for m in machines]
+    c = cluster(machines)
+    w = workload(jobs)
+    fits = c.machines.fits_empty(w.gpus, w.cpu, w.mem)
+    if not fits.any():
+        return
+    w = workload([j for j, ok in zip(jobs, fits) if ok])
+    a, b = (simulate_gpu(w, c, order, p, wait=wait) for p in ("best_fit", "speed_fit"))
+    assert [g.tolist() for g in a.gpus] == [g.tolist() for g in b.gpus]

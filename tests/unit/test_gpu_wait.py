@@ -69,15 +69,62 @@ def test_the_placement_agent_waits_with_its_job_committed():
     assert info["avg_queue_delay"][0] == 5  # J2 started at 10 s
 
 
-def test_the_wait_rule_starts_what_fits_and_waits_otherwise():
-    # J1 (0 s, 100 s, 3 GPUs), J2 (1 s, 10 s, 2 GPUs), J3 (2 s, 50 s, 1 GPU)
+def test_the_wait_slot_reproduces_the_simulators_wait_rule():
+    # J1 (0 s, 100 s, 3 GPUs), J2 (1 s, 10 s, 2 GPUs), J3 (2 s, 50 s, 1 GPU): the rule
+    # (test_gpu_sim.test_the_wait_rule_by_hand) driven through the dual env's wait slot
     jobs = workload([GpuJob(1, 0, 100, 3), GpuJob(2, 1, 10, 2), GpuJob(3, 2, 50, 1)])
     env = VecGpuEnv(jobs, cluster(ONE_RACK), 1, 3, 4, "dual", "srtf", wait=True)
-    metrics = training.episode(env, 0, training.wait_rule(env))
-    # J1 on {0, 1, 2} (cost 3: 110 s); J2 does not fit: wait; at 2 s J3 fits GPU 3 (to
-    # 52 s); J2 waits for J1's end and runs from 110 s to 120 s
+
+    def rule(obs):
+        if obs["cluster"][0, 0] > 0:
+            return env.heuristic_actions(placement="best_fit")
+        fits = np.flatnonzero(obs["action_mask"][0, :WAIT] & (obs["jobs"][0, :WAIT, 3] > 0))
+        return np.array([fits[0] if len(fits) else WAIT], dtype=np.int32)
+
+    metrics = training.episode(env, 0, rule)
+    expected = simulate_gpu(jobs, cluster(ONE_RACK), "srtf", "best_fit", wait=True).metrics
+    assert metrics == {k: expected[k] for k in env.METRICS}
     assert metrics["avg_jct"] == pytest.approx((110 + 119 + 50) / 3)
-    assert metrics["avg_queue_delay"] == pytest.approx(109 / 3)
-    # srtf + best_fit commits J2 at 1 s, which blocks J3 until 110 s
-    heuristic = simulate_gpu(jobs, cluster(ONE_RACK), "srtf", "best_fit", jobs=3).metrics
-    assert heuristic["avg_jct"] == pytest.approx((110 + 119 + 158) / 3)
+
+
+def test_non_blocking_commits_only_what_fits_and_waits_only_when_nothing_else_fits():
+    # J1 (0 s, 100 s, 3 GPUs), J2 (1 s, 10 s, 2 GPUs), J3 (2 s, 50 s, 1 GPU), dual
+    jobs = workload([GpuJob(1, 0, 100, 3), GpuJob(2, 1, 10, 2), GpuJob(3, 2, 50, 1)])
+    env = VecGpuEnv(jobs, cluster(ONE_RACK), 1, 3, 4, "dual", "srtf", wait=True, non_blocking=True)
+    obs, _ = env.reset()
+    assert env.decision(0) == (0.0, 1, -1)
+    assert obs["action_mask"][0].tolist() == [True, False, False, False, False]  # no wait
+    for gpu in (0, 0, 1, 2):  # J1 on {0, 1, 2}
+        obs, *_ = env.step(np.array([gpu]))
+    # 1 s: J2 does not fit, so there is no decision until J3 arrives at 2 s: only J3 shown
+    assert env.decision(0) == (2.0, 2, -1)
+    assert obs["action_mask"][0].tolist() == [True, False, False, False, False]
+    obs, *_ = env.step(np.array([0]))
+    # J3's placement: J2 (waiting) does not fit, so holding J3 delays no one: the wait is valid
+    assert obs["action_mask"][0].tolist() == [False, False, False, True, True]
+
+
+def test_non_blocking_holds_no_job_while_another_could_start():
+    # J1 (0 s, 10 s, 1 GPU), J2 (0 s, 20 s, 2 GPUs), J3 (0 s, 5 s, 1 GPU): fifo, the agent
+    # places; at J2's placement J3 fits too, so only a blocking env lets J2 be held
+    jobs = workload([GpuJob(1, 0, 10, 1), GpuJob(2, 0, 20, 2), GpuJob(3, 0, 5, 1)])
+    for non_blocking, hold in ((False, True), (True, False)):
+        env = VecGpuEnv(jobs, cluster(ONE_RACK), 1, 3, 4, "placement", "fifo", wait=True,
+                        non_blocking=non_blocking)  # fmt: skip
+        env.reset()
+        obs, *_ = env.step(np.array([0]))  # J1 on GPU 0
+        assert env.decision(0) == (0.0, 1, 1) and obs["action_mask"][0, WAIT] == hold
+
+
+@pytest.mark.parametrize(("mode", "placement"), [("placement", "best_fit"), ("dual", "speed_fit")])
+def test_non_blocking_heuristics_are_the_wait_rule(mode, placement):
+    from test_gpu_env import CLUSTER, WORKLOAD, drive
+
+    env = VecGpuEnv(WORKLOAD, CLUSTER, 1, 200, 8, mode, "srtf", (1.0, 0.0, 0.1), seed=7,
+                    baseline=placement, wait=True, non_blocking=True)  # fmt: skip
+    env.reset()
+    env.begin_at([100])
+    metrics, total = drive(env, "srtf", placement)
+    r = simulate_gpu(WORKLOAD, CLUSTER, "srtf", placement, 7, 100, 200, wait=True)
+    assert metrics == {k: r.metrics[k] for k in env.METRICS}
+    assert total == pytest.approx(0, abs=1e-6)  # the baseline is the wait rule itself

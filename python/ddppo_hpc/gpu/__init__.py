@@ -11,7 +11,7 @@ from ddppo_hpc.gpu.topology import Cluster, Machines
 from ddppo_hpc.gpu.workload import GpuWorkload
 
 ORDERS = ("fifo", "srtf", "las")
-PLACEMENTS = ("first_fit", "best_fit", "random")
+PLACEMENTS = ("first_fit", "best_fit", "random", "speed_fit")
 METRICS = (
     "avg_jct",
     "makespan",
@@ -43,9 +43,11 @@ def simulate_gpu(
     seed: int = 0,
     start: int = 0,
     jobs: int | None = None,
+    wait: bool = False,
 ) -> GpuResult:
     """Simulates jobs `start .. start+jobs-1` (clipped at the end) on the empty cluster;
-    `seed` drives the random placement."""
+    `seed` drives the random placement; with `wait`, the wait rule orders (`order`'s first
+    waiting job that fits now, else nothing until the next arrival or completion)."""
     if order not in ORDERS:
         raise ValueError(f"unknown ordering '{order}' (choose from {', '.join(ORDERS)})")
     if placement not in PLACEMENTS:
@@ -56,7 +58,7 @@ def simulate_gpu(
         raise ValueError(f"--jobs must be positive, not {jobs}")
     end = len(workload) if jobs is None else min(len(workload), start + jobs)
     starts, ends, comm, flat, metrics = _core.simulate_gpu(
-        *workload.core_columns(), cluster.core(), order, placement, seed, start, end
+        *workload.core_columns(), cluster.core(), order, placement, seed, start, end, wait
     )
     bounds = np.cumsum(workload.gpus[start:end])[:-1]
     return GpuResult(start, end, starts, ends, comm, np.split(flat, bounds), metrics)

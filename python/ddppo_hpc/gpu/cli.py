@@ -25,7 +25,7 @@ Exit codes: 0 ok, 2 bad input.
 
 examples:
   python -m ddppo_hpc.gpu --trace philly-2017-jobs.csv.gz --start 70000 --jobs 1024 \\
-      --order all --placement all
+      --order all --placement all --wait both
   python -m ddppo_hpc.gpu --trace alibaba/ --nodes-topology --order srtf --placement best_fit
   python -m ddppo_hpc.gpu --racks 2 --machines-per-rack 4 --gpus-per-machine 8 \\
       --models V100M32,P100 --speed-noise 0.2 --json --per-job jobs.csv
@@ -77,6 +77,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--speed-seed", type=seed, default=0)
     p.add_argument("--order", default="fifo", choices=(*ORDERS, "all"))
     p.add_argument("--placement", default="first_fit", choices=(*PLACEMENTS, "all"))
+    p.add_argument(
+        "--wait",
+        default="no",
+        choices=("no", "yes", "both"),
+        help="yes: the wait rule orders (the first waiting job in the order that fits now, "
+        "else wait for the next arrival or completion); both: each pair both ways (no)",
+    )
     p.add_argument("--seed", type=seed, default=0, help="random placement and synthetic jobs")
     p.add_argument(
         "--start", type=bounded_int(0), default=0, metavar="K", help="first job (0-based)"
@@ -85,8 +92,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--json", action="store_true", help="print JSON (a list for several)")
     p.add_argument("--per-job", metavar="OUT.csv", help="each job's schedule as CSV")
     args = p.parse_args(argv)
-    if args.per_job and "all" in (args.order, args.placement):
-        p.error("--per-job needs a single order and placement")
+    if args.per_job and ("all" in (args.order, args.placement) or args.wait == "both"):
+        p.error("--per-job needs a single order, placement and wait")
     return args
 
 
@@ -139,10 +146,10 @@ def print_table(workload: GpuWorkload, cluster: Cluster, rows: list[dict]) -> No
         f"{len(cluster.machines)} machines (dropped: {dropped}); offered load of the chosen "
         f"jobs {'n/a (one arrival time)' if load is None else f'{load:.2f}'}"
     )
-    head = ["order", "placement", "jobs", *METRICS]
+    head = ["order", "placement", "wait", "jobs", *METRICS]
     print("  ".join(f"{h:>15}" for h in head))
     for row in rows:
-        cells = [row["order"], row["placement"], str(row["jobs"])]
+        cells = [row["order"], row["placement"], "yes" if row["wait"] else "no", str(row["jobs"])]
         cells += [f"{row[k]:.4f}" if k == "gpu_utilization" else f"{row[k]:.2f}" for k in METRICS]
         print("  ".join(f"{c:>15}" for c in cells))
 
@@ -151,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     orders = ORDERS if args.order == "all" else (args.order,)
     placements = PLACEMENTS if args.placement == "all" else (args.placement,)
+    waits = {"no": (False,), "yes": (True,), "both": (False, True)}[args.wait]
     try:
         if args.per_job:  # found before the simulation, not after it
             check_output(args.per_job)
@@ -159,10 +167,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = []
         for order in orders:
             for placement in placements:
-                r = simulate_gpu(
-                    workload, cluster, order, placement, args.seed, args.start, args.jobs
-                )
-                rows.append({"order": order, "placement": placement, **r.metrics})
+                for wait in waits:
+                    r = simulate_gpu(
+                        workload, cluster, order, placement, args.seed, args.start, args.jobs, wait
+                    )
+                    rows.append({"order": order, "placement": placement, "wait": wait, **r.metrics})
         load = workload.offered_load(r.begin, r.end, cluster.total_gpus)
         for row in rows:
             row.update(offered_load=load, dropped=workload.dropped)

@@ -36,8 +36,10 @@ class VecGpuEnv(VecSchedulingEnv):
     link_cross) / window_jobs; at the end, -w_makespan * makespan / 1 h. With `baseline`
     (a placement heuristic), each term is taken relative to the same job's (the window's)
     under `order` + `baseline` on the same window. With `wait`, the last slot is the wait
-    action (start nothing until the next arrival or completion). Episode ends, state() and
-    load_state() work as in VecSchedulingEnv.
+    action (start nothing until the next arrival or completion). With `non_blocking`, only
+    jobs that fit now are committed (an ordering step shows the first K of them) and the
+    wait is valid only in a placement step while no other waiting job fits now. Episode
+    ends, state() and load_state() work as in VecSchedulingEnv.
     """
 
     METRICS = GPU_EPISODE_METRICS
@@ -56,6 +58,7 @@ class VecGpuEnv(VecSchedulingEnv):
         seed: int = 0,
         baseline: str = "none",
         wait: bool = False,
+        non_blocking: bool = False,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -73,6 +76,7 @@ class VecGpuEnv(VecSchedulingEnv):
             *weights,
             baseline,
             wait,
+            non_blocking,
             [seed + i for i in range(num_envs)],
         )
         s = self._core.slots
@@ -82,14 +86,21 @@ class VecGpuEnv(VecSchedulingEnv):
         steps = window_jobs * (1 + int(workload.gpus.max()) + 2 * wait)
         self._allocate(s, SLOT_FEATURES, GLOBAL_FEATURES, steps)
         self.teacher_slots = s - wait  # the heuristics never wait
+        # what imitation clones and the plan feature shows (docs/gpu.md, "Environments")
+        self.teacher = "speed_fit" if baseline == "speed_fit" else "best_fit"
 
     def heuristic_actions(
-        self, order: str | None = None, placement: str = "best_fit"
+        self, order: str | None = None, placement: str | None = None
     ) -> np.ndarray:
         """The heuristics' action in each environment's current step (an ordering step: the
         slot showing `order`'s pick, -1 when no slot shows it); `order` defaults to the
-        environment's."""
-        order = order or self.order
+        environment's, `placement` to its teacher."""
+        order, placement = order or self.order, placement or self.teacher
         actions = np.zeros(self.num_envs, dtype=np.int32)
         self._core.heuristic_actions(order, placement, actions)
         return actions
+
+    def decision(self, i: int = 0) -> tuple[float, int, int]:
+        """Environment i's clock, number of waiting jobs and committed job (its index in
+        the workload; -1 when none): for traces of decisions."""
+        return self._core.decision(i)

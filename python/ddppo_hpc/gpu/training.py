@@ -3,8 +3,6 @@ windows from the configuration (config.GpuConfig)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import torch
 
@@ -86,6 +84,7 @@ def env_for(config: TrainConfig, jobs: GpuWorkload, cluster: Cluster, num_envs: 
         seed,
         g.reward_baseline,
         g.wait,
+        g.non_blocking,
     )
 
 
@@ -113,28 +112,13 @@ def greedy(policy: torch.nn.Module):
     return decide
 
 
-def wait_rule(env: VecGpuEnv):
-    """The simplest use of the wait action, for comparison (dual mode with `gpu.wait`): an
-    ordering step starts the first shown job that fits now, in `gpu.order`'s order, and
-    waits when none does; best_fit places."""
-
-    def decide(obs: dict) -> np.ndarray:
-        if obs["cluster"][0, 0] > 0:
-            return env.heuristic_actions(placement="best_fit")
-        mask = obs["action_mask"][0]
-        fits = np.flatnonzero(mask[:-1] & (obs["jobs"][0, :-1, 3] > 0))
-        wait = len(mask) - 1 if mask[-1] else 0
-        return np.array([fits[0] if len(fits) else wait], dtype=np.int32)
-
-    return decide
-
-
 def compare(
     config: TrainConfig, policy: torch.nn.Module, windows: int | None, validation: bool = False
 ) -> list[dict]:
-    """The policy against every heuristic pair on consecutive held-out windows of
-    `env.window_jobs` jobs (with `validation`: on the validation jobs instead): rows of mean
-    metrics over the windows. With `gpu.wait`, also the wait rule (wait_rule)."""
+    """The policy against every heuristic pair, each also as a wait rule (`+wait`: the
+    ordering's first waiting job that fits now, else wait; docs/gpu.md, "Heuristics"), on
+    consecutive held-out windows of `env.window_jobs` jobs (with `validation`: on the
+    validation jobs instead): rows of mean metrics over the windows."""
     cluster = cluster_of(config)
     if config.data.trace == "synthetic":
         held = workload_of(config, cluster, HELD_OUT_SEED + validation)
@@ -147,16 +131,14 @@ def compare(
     env = env_for(config, held, cluster, 1, config.run.seed)
     name = f"agent ({config.gpu.mode})"
     rows = {name: [episode(env, f, greedy(policy)) for f in firsts]}
-    if config.gpu.wait:
-        dual = replace(config, gpu=replace(config.gpu, mode="dual"))
-        rule = env_for(dual, held, cluster, 1, config.run.seed)
-        rows[f"{config.gpu.order}+best_fit+wait"] = [
-            episode(rule, f, wait_rule(rule)) for f in firsts
-        ]
     for order in ORDERS:
         for placement in PLACEMENTS:
-            results = [simulate_gpu(held, cluster, order, placement, 0, f, n) for f in firsts]
-            rows[f"{order}+{placement}"] = [r.metrics for r in results]
+            for wait in (False, True):
+                key = f"{order}+{placement}" + "+wait" * wait
+                rows[key] = [
+                    simulate_gpu(held, cluster, order, placement, 0, f, n, wait).metrics
+                    for f in firsts
+                ]
     return [
         {
             "scheduler": key,
