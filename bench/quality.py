@@ -327,10 +327,23 @@ def trained_how(policy: dict) -> str:
     return (
         f"`{policy['path']}` ({config.policy.name}, trained on {trace}, train part of split "
         f"{'/'.join(f'{f:g}' for f in data.split)}, update {checkpoint['update']} of "
-        f"{config.ppo.updates}, {len(checkpoint['ranks'])} ranks, {env.backfill} backfilling "
-        f"in {env.backfill_order} order with the {ESTIMATE_WORDS[env.estimate]}, reward "
-        f"{env.reward})"
+        f"{config.ppo.updates}, seed {config.run.seed}, {len(checkpoint['ranks'])} ranks, "
+        f"{env.backfill} backfilling in {env.backfill_order} order with the "
+        f"{ESTIMATE_WORDS[env.estimate]}, reward {env.reward}{observed(config)})"
     )
+
+
+def observed(config) -> str:
+    """The options of the observation and the teaching that are on, in words."""
+    env, ppo = config.env, config.ppo
+    words = [name for name in ("history", "heuristic_ranks", "agent_backfill", "wait")
+             if getattr(env, name)]  # fmt: skip
+    if env.reward_baseline != "none":
+        words.append(f"relative to {env.reward_baseline}")
+    if ppo.imitation_updates:
+        teacher = "the best heuristic of each window" if env.teacher == "best" else "its order"
+        words.append(f"{ppo.imitation_updates} updates copying {teacher}")
+    return "".join(f", {w}" for w in words)
 
 
 ESTIMATE_WORDS = {"request": "users' requests", "predicted": "EASY++ predictions"}
@@ -355,15 +368,18 @@ def paragraph(rows: list[dict], policies: list[dict], args, windows: dict) -> st
         f"load and at a higher one (submit times {higher}). Ratios: the policy's mean avg "
         "bsld / the best heuristic's, with a 95% paired bootstrap interval over windows."
     )
-    where = [f"{r['trace']} {r['load']} ({r['backfill']}, {r['ratio']:.2f}x)" for r in worse]
+    which = (lambda r: f"{r['checkpoint']}, ") if len(policies) > 1 else (lambda r: "")
+    where = [
+        f"{r['trace']} {r['load']} ({which(r)}{r['backfill']}, {r['ratio']:.2f}x)" for r in worse
+    ]
     text += f" The policy is worse than the best heuristic on: {', '.join(where) or 'none'}."
-    unsure = [f"{r['trace']} {r['load']} ({r['backfill']})" for r in unsure]
+    unsure = [f"{r['trace']} {r['load']} ({which(r)}{r['backfill']})" for r in unsure]
     text += f" Not distinguishable from it (interval contains 1): {', '.join(unsure) or 'none'}."
     few = sorted({r["trace"] for r in rows if r["windows"] == 2})
     if few:
         text += f" Two windows ({', '.join(few)}): three distinct resamples, a rough interval."
     if single:
-        one = [f"{r['trace']} {r['load']} ({r['ratio']:.2f}x)" for r in single]
+        one = [f"{r['trace']} {r['load']} ({which(r)}{r['ratio']:.2f}x)" for r in single]
         text += f" One window, so no interval: {', '.join(one)}."
     return text
 
