@@ -1,4 +1,4 @@
-"""Test helpers: tests/ on the import path (reference_sim, cases), the shared traces, and
+"""Test helpers: tests/ on the import path (reference_sim, cases, simhelpers), and
 a small real disk to fill (the writers' no-space-left tests)."""
 
 import subprocess
@@ -10,14 +10,6 @@ import pytest
 _TESTS_DIR = str(Path(__file__).resolve().parent)
 if _TESTS_DIR not in sys.path:
     sys.path.insert(0, _TESTS_DIR)
-
-
-def traces_dir() -> Path:
-    """The shared real traces (../shared/traces from the project root, or $DDPPO_TRACES)."""
-    import os
-
-    root = Path(__file__).resolve().parent.parent
-    return Path(os.environ.get("DDPPO_TRACES", root.parent / "shared" / "traces"))
 
 
 @pytest.fixture

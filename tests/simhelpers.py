@@ -1,8 +1,10 @@
 """Converts between the reference's Job lists and the C++ side's Traces; tiny size-1
-trainings."""
+trainings; where the shared real traces are."""
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -83,3 +85,9 @@ def straight_and_resumed(tmp_path, options: list[str], stop: int, updates: int =
     train(resumed, *options, f"ppo.updates={stop}")
     train(resumed, f"ppo.updates={updates}", resume=True)
     return tuple(torch.load(d / "checkpoint.pt", weights_only=False) for d in (straight, resumed))
+
+
+def traces_dir() -> Path:
+    """The shared real traces (../shared/traces from the project root, or $DDPPO_TRACES)."""
+    root = Path(__file__).resolve().parent.parent
+    return Path(os.environ.get("DDPPO_TRACES", root.parent / "shared" / "traces"))

@@ -1,9 +1,8 @@
 """The real logs of ../shared/traces parse with the documented job and drop counts."""
 
 import pytest
-from conftest import traces_dir
 from reference_sim import metrics, simulate
-from simhelpers import jobs_of, trace_of
+from simhelpers import jobs_of, trace_of, traces_dir
 
 from ddppo_hpc.data import convert, read_swf
 from ddppo_hpc.data.store import TraceStore

@@ -5,9 +5,9 @@ import json
 
 import numpy as np
 import pytest
-from conftest import traces_dir
 from reference_sim import Job
 from reference_sim import simulate as simulate_reference
+from simhelpers import traces_dir
 
 from ddppo_hpc.data.gpu import (
     ALIBABA_DTYPES,

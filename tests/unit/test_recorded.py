@@ -6,11 +6,10 @@ import json
 
 import numpy as np
 import pytest
-from conftest import traces_dir
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_sim import BACKFILLS, POLICIES, metrics
-from simhelpers import trace_of
+from simhelpers import trace_of, traces_dir
 from test_cli import run
 from test_sim_vs_reference import workloads
 
