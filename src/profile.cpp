@@ -53,6 +53,21 @@ std::pair<size_t, size_t> Profile::earliest(size_t i, int32_t procs, double dura
   }
 }
 
+// The first step at or after `t`. A long queue's reservations start near the profile's end
+// (LANL-CM5 x0.5 under FCFS: 85% of them within 32 steps of the end of ~930), so the search
+// walks back over the last steps before it bisects the rest: a binary search over the whole
+// profile, its branches mispredicted, was a fifth of the time of a reservation.
+size_t Profile::at_or_after(double t) const {
+  constexpr size_t kWalk = 32;
+  size_t end = steps_.size();
+  const size_t walked = end > kWalk ? end - kWalk : 0;
+  while (end > walked && steps_[end - 1].time >= t) --end;
+  if (end > walked || walked == 0) return end;
+  return std::lower_bound(steps_.begin(), steps_.begin() + walked, t,
+                          [](const Step& s, double at) { return s.time < at; }) -
+         steps_.begin();
+}
+
 // Takes procs from step `first` up to `until` (past its start); `next` is the first step at
 // or after `until`.
 void Profile::take(size_t first, size_t next, double until, int32_t procs) {
@@ -83,9 +98,7 @@ double Profile::reserve_earliest(int32_t procs, double duration) {
   auto above = std::upper_bound(f.starts.begin(), f.starts.end(), duration,
                                 [](double d, const auto& s) { return d < s.first; });
   double from = above == f.starts.begin() ? steps_[0].time : std::prev(above)->second;
-  auto start = std::lower_bound(steps_.begin(), steps_.end(), from,
-                                [](const Step& s, double t) { return s.time < t; });
-  auto [first, next] = earliest(start - steps_.begin(), procs, duration);
+  auto [first, next] = earliest(at_or_after(from), procs, duration);
   double at = steps_[first].time;
   // Kept per procs: (duration, start) pairs, both rising; this one replaces the pairs of
   // longer jobs that start no later.

@@ -38,6 +38,7 @@ class Profile {
   void lows(std::vector<Step>& out) const;
 
  private:
+  size_t at_or_after(double t) const;
   std::pair<size_t, size_t> earliest(size_t i, int32_t procs, double duration) const;
   void take(size_t first, size_t next, double until, int32_t procs);
 
