@@ -69,7 +69,7 @@ TINY_GPU = [
 ]
 
 
-def train(run_dir, *overrides: str, resume: bool = False) -> None:
+def train_run(run_dir, *overrides: str, resume: bool = False) -> None:
     """A size-1 training into `run_dir` with these overrides (TINY_TRAINING is the caller's
     to pass), or its --resume."""
     args = ["--run-dir", str(run_dir), *(["--resume"] if resume else []), *overrides]
@@ -81,9 +81,9 @@ def straight_and_resumed(tmp_path, options: list[str], stop: int, updates: int =
     """The checkpoints of a run of `updates` updates and of one stopped after `stop` and
     resumed to `updates` (tmp_path/straight and tmp_path/resumed)."""
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    train(straight, *options, f"ppo.updates={updates}")
-    train(resumed, *options, f"ppo.updates={stop}")
-    train(resumed, f"ppo.updates={updates}", resume=True)
+    train_run(straight, *options, f"ppo.updates={updates}")
+    train_run(resumed, *options, f"ppo.updates={stop}")
+    train_run(resumed, f"ppo.updates={updates}", resume=True)
     return tuple(torch.load(d / "checkpoint.pt", weights_only=False) for d in (straight, resumed))
 
 
@@ -91,3 +91,17 @@ def traces_dir() -> Path:
     """The shared real traces (../shared/traces from the project root, or $DDPPO_TRACES)."""
     root = Path(__file__).resolve().parent.parent
     return Path(os.environ.get("DDPPO_TRACES", root.parent / "shared" / "traces"))
+
+
+def assert_restored_alike(env, again, rng, steps: int) -> None:
+    """`again`, loaded with `env.state()`, shows env's observation and then steps as env does
+    under the same random valid actions (observations, masks, rewards)."""
+    obs = again.load_state(env.state())
+    assert np.array_equal(obs["jobs"], env.jobs) and np.array_equal(obs["cluster"], env.cluster)
+    assert np.array_equal(obs["action_mask"], env.mask.view(bool))
+    for _ in range(steps):
+        actions = env.random_actions(rng)
+        a, ra, *_ = env.step(actions)
+        b, rb, *_ = again.step(actions)
+        assert np.array_equal(a["jobs"], b["jobs"]) and np.array_equal(ra, rb)
+        assert np.array_equal(a["action_mask"], b["action_mask"])

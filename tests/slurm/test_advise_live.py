@@ -13,7 +13,7 @@ import sys
 import time
 
 import pytest
-from simhelpers import TINY_TRAINING, train
+from simhelpers import TINY_TRAINING, train_run
 
 from ddppo_hpc.advise import cli
 
@@ -24,7 +24,7 @@ SECOND_USER = "nobody"  # every Debian system has it; sbatch --uid needs root
 def checkpoint(tmp_path_factory):
     """A 1-update run of the tiny training config (K = 16: all six jobs are visible)."""
     run = tmp_path_factory.mktemp("advise-live") / "run"
-    train(run, *TINY_TRAINING, "ppo.updates=1")
+    train_run(run, *TINY_TRAINING, "ppo.updates=1")
     return run
 
 

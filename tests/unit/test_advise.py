@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from simhelpers import TINY_TRAINING, train
+from simhelpers import TINY_TRAINING, train_run
 
 from ddppo_hpc.advise import cli
 from ddppo_hpc.advise.queue import Pending, Queue, Running, observation
@@ -87,7 +87,7 @@ def test_observation_equals_the_environments_at_every_decision(max_queue, wait):
 def run_dir(tmp_path_factory):
     """A 1-update run of the tiny training config (K = 16)."""
     run = tmp_path_factory.mktemp("advise") / "run"
-    train(run, *TINY_TRAINING, "ppo.updates=1")
+    train_run(run, *TINY_TRAINING, "ppo.updates=1")
     return run
 
 

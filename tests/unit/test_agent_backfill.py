@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 from reference_sim import Job
-from simhelpers import TINY_TRAINING, trace_of
+from simhelpers import TINY_TRAINING, assert_restored_alike, trace_of, train_run
 
 from ddppo_hpc import evaluate
 from ddppo_hpc.advise import cli as advise_cli
@@ -218,15 +218,7 @@ def test_random_backfills_and_restore_mid_episode():
         backfills += int((backfilling & (actions < 16)).sum())
         env.step(actions)
     assert stops > 0 and backfills > 0
-    again = VecSchedulingEnv(trace, 3, 120, 16, **options)
-    obs = again.load_state(env.state())
-    assert np.array_equal(obs["jobs"], env.jobs) and np.array_equal(obs["cluster"], env.cluster)
-    for _ in range(200):
-        actions = env.random_actions(rng)
-        a, ra, *_ = env.step(actions)
-        b, rb, *_ = again.step(actions)
-        assert np.array_equal(a["jobs"], b["jobs"]) and np.array_equal(ra, rb)
-        assert np.array_equal(a["action_mask"], b["action_mask"])
+    assert_restored_alike(env, VecSchedulingEnv(trace, 3, 120, 16, **options), rng, 200)
 
 
 def test_gymnasium_env_has_the_stop_action():
@@ -282,9 +274,7 @@ def test_an_agent_backfilling_checkpoint_evaluates(tmp_path):
     python = [sys.executable, "-m"]
     subprocess.run([*python, "ddppo_hpc.data.synthetic", "--jobs", "3000", "--seed", "3",
                     "--out", str(swf)], check=True, timeout=300)  # fmt: skip
-    options = [*TINY_TRAINING, "env.agent_backfill=true", "ppo.updates=2"]
-    subprocess.run([*python, "ddppo_hpc.train", "--run-dir", str(run), *options],
-                   check=True, capture_output=True, timeout=300)  # fmt: skip
+    train_run(run, *TINY_TRAINING, "env.agent_backfill=true", "ppo.updates=2")
     out = subprocess.run(
         [*python, "ddppo_hpc.evaluate", "--checkpoint", str(run), "--trace", str(swf),
          "--policies", "ddppo,fcfs", "--backfill", "easy,conservative", "--out", str(results)],

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 from reference_sim import Job
-from simhelpers import TINY_TRAINING, trace_of
+from simhelpers import TINY_TRAINING, assert_restored_alike, trace_of
 
 from ddppo_hpc import evaluate
 from ddppo_hpc.config import ConfigError, EnvConfig, load_config
@@ -125,13 +125,7 @@ def test_random_actions_wait_and_restore_mid_episode():
         env.step(actions)
     assert waits > 0
     again = VecSchedulingEnv(trace, 3, 120, 16, seed=5, wait=True)
-    obs = again.load_state(env.state())
-    assert np.array_equal(obs["jobs"], env.jobs) and np.array_equal(obs["action_mask"], env.mask)
-    for _ in range(150):
-        actions = env.random_actions(rng)
-        a, ra, *_ = env.step(actions)
-        b, rb, *_ = again.step(actions)
-        assert np.array_equal(a["jobs"], b["jobs"]) and np.array_equal(ra, rb)
+    assert_restored_alike(env, again, rng, 150)
 
 
 def test_gymnasium_env_has_the_wait_action():
