@@ -307,6 +307,12 @@ def _validate(config: TrainConfig) -> None:
             raise ConfigError(f"'env.{key}' is for the HPC queue (gpu.mode: off)")
     if config.env.agent_backfill and config.env.backfill == "none":
         raise ConfigError("'env.agent_backfill' needs 'env.backfill' easy or conservative")
+    listed = len(config.data.trace) if isinstance(config.data.trace, list) else 1
+    if listed > config.env.num_envs:
+        raise ConfigError(
+            f"'data.trace' lists {listed} sources: 'env.num_envs' ({config.env.num_envs}) must "
+            "give each at least one environment"
+        )
     if config.gpu.mode != "off" and (
         isinstance(config.data.trace, list) or config.data.load_scale != [1.0]
     ):

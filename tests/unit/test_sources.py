@@ -62,6 +62,11 @@ def test_bad_sources_name_the_key(override, message):
     assert message in str(e.value)
 
 
+def test_more_sources_than_environments_is_refused_by_name():
+    with pytest.raises(ConfigError, match=r"lists 3 sources: 'env.num_envs' \(2\) must give"):
+        load_config(None, ["data.trace=[a.swf, b.swf, c.swf]", "env.num_envs=2"])
+
+
 def test_gpu_mode_takes_one_source():
     with pytest.raises(ConfigError, match="are for the HPC queue"):
         load_config(None, ["gpu.mode=placement", "data.load_scale=[0.5, 1]"])
