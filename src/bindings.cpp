@@ -225,6 +225,10 @@ NB_MODULE(_core, m) {
           },
           "i"_a, "(best heuristic, its avg bsld) of environment i's last finished episode.")
       .def(
+          "last_baseline_bsld",
+          [](const PyBatchEnv& e, size_t i) { return e.env.last_baseline_bsld(i); }, "i"_a,
+          "The reward baseline's avg bsld on environment i's last finished episode's window.")
+      .def(
           "episodes", [](const PyBatchEnv& e, size_t i) { return e.env.episodes(i); }, "i"_a,
           "Episodes started so far by environment i, the current one included.")
       .def(

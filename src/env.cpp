@@ -53,12 +53,14 @@ void BatchEnv::start_window(Env& e, size_t begin) {
   if (tracks_history()) start_history(e);
   e.teacher = config_.policy;
   e.best_bsld = std::numeric_limits<double>::quiet_NaN();
+  e.baseline_bsld = std::numeric_limits<double>::quiet_NaN();
   if (config_.teacher_best || config_.baseline_best) run_heuristics(e);
   if (config_.baseline) {
     Simulator heuristic(w_, begin, begin + config_.window_jobs, config_.machine_procs,
                         *config_.baseline, config_.backfill, config_.estimate);
-    e.baseline_reward =
-        reward_of(compute_metrics(w_, begin, heuristic.run(), config_.machine_procs));
+    const Metrics m = compute_metrics(w_, begin, heuristic.run(), config_.machine_procs);
+    e.baseline_reward = reward_of(m);
+    e.baseline_bsld = m.avg_bsld;
   }
 }
 
@@ -76,7 +78,7 @@ void BatchEnv::run_heuristics(Env& e) {
       e.best = p, e.best_bsld = m.avg_bsld, best_reward = reward_of(m);
   }
   if (config_.teacher_best) e.teacher = e.best;
-  if (config_.baseline_best) e.baseline_reward = best_reward;
+  if (config_.baseline_best) e.baseline_reward = best_reward, e.baseline_bsld = e.best_bsld;
 }
 
 void BatchEnv::begin_at(size_t i, size_t start) {
@@ -109,6 +111,7 @@ void BatchEnv::step(const int32_t* actions, Outputs out) {
       out.reward[i] += config_.dense ? static_cast<float>(-e.baseline_reward) : last;
       e.last_start = e.sim->start_times();  // the row restarts at once: keep the schedule
       e.last_best = e.best, e.last_best_bsld = e.best_bsld;
+      e.last_baseline_bsld = e.baseline_bsld;
       ++e.episode;
       start_episode(e);
     }

@@ -133,6 +133,9 @@ class BatchEnv {
   std::pair<Policy, double> last_best(size_t i) const {
     return {envs_.at(i).last_best, envs_.at(i).last_best_bsld};
   }
+  // The reward baseline's avg bsld on environment i's last finished episode's window (NaN
+  // without a baseline, or before one ended).
+  double last_baseline_bsld(size_t i) const { return envs_.at(i).last_baseline_bsld; }
   // Episodes started so far by environment i, the current one included.
   uint64_t episodes(size_t i) const { return envs_[i].episode + 1; }
   // Puts environment i back in its episode number `episode` after `actions` (for resuming
@@ -164,7 +167,9 @@ class BatchEnv {
     uint64_t episode = 0;  // numbers the episodes: the window start is a hash of both
     size_t begin = 0;
     std::optional<Simulator> sim;
-    double baseline_reward = 0;        // the baseline heuristic's reward on this window
+    double baseline_reward = 0;  // the baseline heuristic's reward on this window
+    double baseline_bsld = std::numeric_limits<double>::quiet_NaN();       // and its avg bsld
+    double last_baseline_bsld = std::numeric_limits<double>::quiet_NaN();  // the last episode's
     Policy teacher = Policy::kFcfs;    // heuristic_actions()'s heuristic in this episode
     Policy best = Policy::kFcfs;       // the window's best heuristic, when it is run
     double best_bsld = 0;              // its avg bsld (NaN when not run)

@@ -11,31 +11,17 @@ import numpy as np
 
 from ddppo_hpc.io import atomic_hdf5, reason
 from ddppo_hpc.rl.ppo import PPOStats
-from ddppo_hpc.sim import simulate
 
 
-def baseline_bslds(env, info: dict, terminated: np.ndarray, config) -> list[float]:
+def baseline_bslds(env, terminated: np.ndarray, config) -> list[float]:
     """For each episode that `terminated` ends, the avg bsld of the run's env.reward_baseline
     on the same window (env.backfill with env.estimate): the heuristic the environment
-    compares the policy with, on the same jobs (`best`: the environment ran it). NaN without a
-    baseline (and in GPU mode, whose score is JCT)."""
+    compares the policy with, on the same jobs, as the environment ran it at the window's
+    start. NaN without a baseline (and in GPU mode, whose score is JCT)."""
     e = config.env
     if config.gpu.mode != "off" or e.reward_baseline == "none":
         return [np.nan] * int(terminated.sum())
-    ended = np.flatnonzero(terminated)
-    if e.reward_baseline == "best":
-        return [env.last_best(i)[1] for i in ended]
-    return [
-        simulate(
-            env.window_trace(i),
-            e.reward_baseline,
-            e.backfill,
-            int(s),
-            e.window_jobs,
-            e.estimate,
-        ).metrics["avg_bsld"]
-        for i, s in zip(ended, info["episode_start"][ended])
-    ]
+    return [env.last_baseline_bsld(i) for i in np.flatnonzero(terminated)]
 
 
 class MetricsLog:

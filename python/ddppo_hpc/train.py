@@ -158,7 +158,7 @@ class Trainer:
             reset_ended(self.memory, terminated, self.initial)  # a new episode remembers nothing
             storage.outcome(reward / config.env.reward_scale, terminated)
             ended = info[self.env.SCORE][terminated].tolist()
-            bslds.extend(zip(ended, baseline_bslds(self.env, info, terminated, config)))
+            bslds.extend(zip(ended, baseline_bslds(self.env, terminated, config)))
             self.stall(time.perf_counter() - began)
             if step < steps and self.preemption.should_stop(step, steps):
                 break

@@ -32,7 +32,7 @@ def test_baseline_bsld_is_the_environments_baseline_on_the_same_window(baseline)
     rng, checked = np.random.default_rng(0), 0
     while checked < 6:
         _, reward, terminated, _, info = env.step(env.random_actions(rng))
-        got = baseline_bslds(env, info, terminated, c)
+        got = baseline_bslds(env, terminated, c)
         expected = info["avg_bsld"][terminated] + reward[terminated]
         np.testing.assert_allclose(got, expected, rtol=1e-6)  # the reward is float32
         checked += int(terminated.sum())
@@ -40,7 +40,7 @@ def test_baseline_bsld_is_the_environments_baseline_on_the_same_window(baseline)
 
 def test_no_baseline_logs_nan():
     env_terminated = np.array([True, False, True])
-    got = baseline_bslds(None, {}, env_terminated, config("env.reward_baseline=none"))
+    got = baseline_bslds(None, env_terminated, config("env.reward_baseline=none"))
     assert len(got) == 2 and np.isnan(got).all()
 
 

@@ -75,6 +75,11 @@ class MixedVecEnv:
         group, row = self._group(i)
         return group.last_best(row)
 
+    def last_baseline_bsld(self, i: int) -> float:
+        """VecSchedulingEnv.last_baseline_bsld of environment i."""
+        group, row = self._group(i)
+        return group.last_baseline_bsld(row)
+
     def reset(self) -> tuple[dict[str, np.ndarray], dict]:
         starts = [g.reset()[1]["episode_start"] for g in self.groups]
         return self._gather(), {"episode_start": np.concatenate(starts)}

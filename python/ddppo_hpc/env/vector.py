@@ -203,6 +203,11 @@ class VecSchedulingEnv:
         window; the bsld is NaN unless `teacher` or `baseline` is `best`."""
         return self._core.last_best(i)
 
+    def last_baseline_bsld(self, i: int) -> float:
+        """The reward baseline's avg bsld on environment i's last finished episode's window
+        (as the environment ran it; NaN without a baseline)."""
+        return self._core.last_baseline_bsld(i)
+
     def heuristic_actions(self) -> np.ndarray:
         """The teacher's pick among each environment's visible jobs."""
         actions = np.zeros(self.num_envs, dtype=np.int32)
