@@ -11,11 +11,22 @@ the part's end; a part shorter than one window is one window of the whole part. 
 every heuristic order x {easy, conservative} x estimate {request, predicted} (24 rows), and
 each checkpoint's greedy policy under both backfills (with the requests, as it trained),
 run by ddppo_hpc.evaluate's functions. Per trace and load it prints mean avg bsld and avg
-wait with their 95% t-intervals over windows, and each policy's paired ratio to the best
-heuristic (lowest mean avg bsld of the 24) with a 95% paired bootstrap interval; it writes
-<out>/<trace>-<load>.h5 (the evaluate schema; `python -m ddppo_hpc.analyze FILE` reads it;
-with several checkpoints, one file per checkpoint: <trace>-<load>-ckpt<k>.h5) and ends
-with a summary table (--readme: in Markdown between the quality markers of FILE).
+wait with their 95% t-intervals over windows, and each policy's paired ratio, with a 95%
+paired bootstrap interval, to three heuristic rows on the test windows:
+
+- the best heuristic: the lowest mean avg bsld of the 24 on these very windows, an oracle
+  (chosen on the jobs it is scored on; the issue's bar);
+- the validation rule: the row with the lowest mean avg bsld on the validation part's
+  windows (the same spec from the validation part's first job, the same load), the rule a
+  site would run had it chosen per trace and load on past jobs;
+- the one rule: the row with the lowest geometric mean, over every trace and load
+  evaluated, of its mean avg bsld / that set's lowest on the validation windows.
+
+It writes <out>/<trace>-<load>.h5 and the heuristics' validation runs
+<out>/<trace>-<load>-validation.h5 (the evaluate schema; `python -m ddppo_hpc.analyze FILE`
+reads them; with several checkpoints, one test file per checkpoint:
+<trace>-<load>-ckpt<k>.h5) and ends with a summary table (--readme: in Markdown between the
+quality markers of FILE).
 
 Higher load: submit times x 0.7 for every trace (the job order does not change): 43% more
 jobs per unit of time. Measured 2026-12-02, FCFS+EASY's mean avg bsld over each trace's
@@ -33,7 +44,7 @@ the floor alone would pick 0.9, where the queue hardly changes (KTH: 41.5 to 48.
 queues, the case where ordering and backfilling decisions matter most. One factor for all
 keeps the loads comparable across traces.
 
---quick: HPC2N and KTH-SP2, 4 windows, EASY only, both loads (8 s here; the whole run 19 s).
+--quick: HPC2N and KTH-SP2, 4 test and validation windows, EASY only, both loads.
 Prints tables and asserts nothing about time; progress goes to stderr.
 """
 
@@ -126,21 +137,40 @@ def load_policies(paths: list[str]) -> list[dict]:
     return policies
 
 
-def scored_windows(trace, fractions, windows: int, jobs: int) -> tuple[list, dict, dict]:
-    """(first job, jobs) of every window in the test part, the window spec and the part (the
-    `split` attribute, as evaluate writes it); ValueError when the part is empty."""
-    first, stop = part_range(len(trace), fractions, "test")
-    part = {"part": "test", "fractions": list(fractions), "first_job": first, "stop_job": stop}
-    part["trace_jobs"] = len(trace)
+def part_windows(trace, fractions, part: str, windows: int, jobs: int) -> tuple[list, dict, dict]:
+    """(first job, jobs) of every window in `part` (test or validation), the window spec and
+    the part (the `split` attribute, as evaluate writes it); ValueError when it is empty."""
+    first, stop = part_range(len(trace), fractions, part)
+    split = {"part": part, "fractions": list(fractions), "first_job": first, "stop_job": stop}
+    split["trace_jobs"] = len(trace)
     if stop == first:
-        where = describe("test", first, stop, len(trace), fractions)
-        raise ValueError(f"{trace.source}: nothing to score in the {where}")
+        raise ValueError(f"{trace.source}: nothing to score in the {in_words(split)}")
     spans = protocol_windows(stop, first, windows, jobs)
     if stop - first <= jobs:
         spec = {"kind": "full", "jobs": stop - first, "start": first}
     else:
         spec = {"kind": "consecutive", "windows": len(spans), "jobs": jobs, "start": first}
-    return spans, spec, part
+    return spans, spec, split
+
+
+def in_words(split: dict) -> str:
+    """`test part: jobs 8000 .. 9999 of 10000 (split 0.7/0.1/0.2)` of a `split` attribute."""
+    bounds = (split["first_job"], split["stop_job"], split["trace_jobs"])
+    return describe(split["part"], *bounds, split["fractions"])
+
+
+def load_setup(trace, part: str, factor: float, fractions, args) -> tuple[dict, dict, dict]:
+    """evaluate.run_rank's setup (no model) for the windows of `part` of `trace` with
+    submit times x `factor`, their window spec (with the load factor) and the part."""
+    scaled = at_load(trace, factor)
+    spans, spec, split = part_windows(scaled, fractions, part, args.windows, args.jobs)
+    setup = {"trace": scaled, "spans": spans, "model": None, "env": None}
+    return setup, {**spec, "load_factor": factor}, split
+
+
+def heuristics(args) -> list[tuple]:
+    """Every heuristic row: order x backfill of --quick or not x estimate."""
+    return schedulers(list(POLICIES), list(args.backfills), list(ESTIMATES))
 
 
 def run_schedulers(setup: dict, rows: list[tuple], label: str) -> list:
@@ -194,11 +224,26 @@ def print_table(results, title: str, whole_part: bool) -> None:
         print(summary_line(s, r).rstrip())
 
 
-def best_heuristic(summary: dict) -> tuple:
-    """(policy, backfill, estimate) of the heuristic row with the lowest mean avg bsld."""
-    rows = [r for r in range(len(summary["policy"])) if summary["policy"][r] != TRAINED]
-    r = min(rows, key=lambda r: summary["avg_bsld_mean"][r])
-    return summary["policy"][r], summary["backfill"][r], summary["estimate"][r]
+def heuristic_means(summary: dict) -> dict[tuple, float]:
+    """(policy, backfill, estimate) -> mean avg bsld of every heuristic row of a summary."""
+    keys = zip(*(summary[name] for name in ("policy", "backfill", "estimate")))
+    means = zip(keys, summary["avg_bsld_mean"])
+    return {tuple(map(str, key)): float(mean) for key, mean in means if key[0] != TRAINED}
+
+
+def best_heuristic(means: dict) -> tuple:
+    """The row of lowest value in `means` (the first of a tie): on the test windows' means the
+    best heuristic, on the validation windows' the validation rule, on rule_scores the one
+    rule."""
+    return min(means, key=means.__getitem__)
+
+
+def rule_scores(sets: list[dict]) -> dict:
+    """Each row's geometric mean over `sets` (each: row -> mean avg bsld on one trace and
+    load) of its mean / that set's lowest mean."""
+    lowest = [min(means.values()) for means in sets]
+    logs = {key: [np.log(means[key] / low) for means, low in zip(sets, lowest)] for key in sets[0]}
+    return {key: float(np.exp(np.mean(values))) for key, values in logs.items()}
 
 
 def window_bsld(results, key: tuple) -> np.ndarray:
@@ -207,56 +252,77 @@ def window_bsld(results, key: tuple) -> np.ndarray:
     return w["avg_bsld"][chosen][np.argsort(w["window"][chosen])]
 
 
-def ratio_rows(results, policy: dict, backfills, where: dict) -> list[dict]:
-    """One row per backfill of the policy: its mean avg bsld and paired ratio to the best
-    heuristic on the same windows; "summary" marks the one the summary shows: the policy
-    under its training backfill (the first of `backfills` when that is not among them)."""
+ORACLE = "best heuristic"
+
+
+def ratio_rows(results, policy: dict, backfills, where: dict, rules: dict) -> list[dict]:
+    """One row per backfill of the policy: its mean avg bsld and, in "vs", its paired ratio
+    on the same windows to the best heuristic and to each row of `rules` (name -> row);
+    "summary" marks the one the summary shows: the policy under its training backfill (the
+    first of `backfills` when that is not among them)."""
     trained = policy["config"].env.backfill
     shown = trained if trained in backfills else backfills[0]
-    best = best_heuristic(results.summary)
-    base = window_bsld(results, best)
+    rules = {ORACLE: best_heuristic(heuristic_means(results.summary)), **rules}
     rows = []
     for trained_row in schedulers([TRAINED], backfills, [], policy["config"].env.estimate):
-        backfill = trained_row[1]
-        mine = window_bsld(results, trained_row)
-        ratio, low, high = paired_ratio(mine, base)
-        rows.append({**where, "checkpoint": policy["path"], "backfill": backfill, "best": best})
-        rows[-1].update(best_bsld=float(base.mean()), bsld=float(mine.mean()), ratio=ratio)
-        rows[-1].update(low=low, high=high, windows=len(base), summary=backfill == shown)
+        backfill, mine = trained_row[1], window_bsld(results, trained_row)
+        vs = {name: versus(mine, results, rule) for name, rule in rules.items()}
+        rows.append({**where, "checkpoint": policy["path"], "backfill": backfill, "vs": vs})
+        rows[-1].update(bsld=float(mine.mean()), windows=len(mine), summary=backfill == shown)
     return rows
 
 
-def ratio_text(row: dict) -> str:
-    if row["low"] is None:
-        return f"{row['ratio']:.3f} [n/a: one window, nothing to resample]"
-    return f"{row['ratio']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
+def versus(mine: np.ndarray, results, rule: tuple) -> dict:
+    """The paired ratio of per-window avg bsld `mine` to heuristic row `rule`'s in `results`."""
+    base = window_bsld(results, rule)
+    ratio, low, high = paired_ratio(mine, base)
+    return {"rule": rule, "bsld": float(base.mean()), "ratio": ratio, "low": low, "high": high}
 
 
-def best_label(row: dict) -> str:
-    policy, backfill, estimate = row["best"]
+def ratio_text(vs: dict) -> str:
+    if vs["low"] is None:
+        return f"{vs['ratio']:.3f} [n/a: one window, nothing to resample]"
+    return f"{vs['ratio']:.3f} [{vs['low']:.3f}, {vs['high']:.3f}]"
+
+
+def rule_label(rule: tuple) -> str:
+    policy, backfill, estimate = rule
     return f"{scheduler_label(policy, estimate)} + {backfill}"
 
 
-def verdict(row: dict) -> str:
-    return "n/a" if row["high"] is None else ("yes" if row["high"] < 1 else "no")
+def verdict(vs: dict) -> str:
+    return "n/a" if vs["high"] is None else ("yes" if vs["high"] < 1 else "no")
 
 
-def evaluate_load(trace, path: Path, load: tuple[str, float], policies, args) -> list[dict]:
-    """Every scheduler on the test windows of `trace` with submit times x the load factor:
-    prints the table and the ratios, writes the results file(s); returns the ratio rows."""
-    name, (load_name, factor) = short_name(path), load
-    scaled = at_load(trace, factor)
-    fractions = scored_split(policies)
-    spans, spec, part = scored_windows(scaled, fractions, args.windows, args.jobs)
-    spec["load_factor"] = factor
-    setup = {"trace": scaled, "spans": spans, "model": None, "env": None}
-    label = f"{name} {load_name}"
-    heuristics = schedulers(list(POLICIES), list(args.backfills), list(ESTIMATES))
+def validate_load(s: dict, args) -> dict:
+    """The heuristics on the validation windows of set `s`: writes
+    <out>/<trace>-<load>-validation.h5, prints its lowest row; returns every row's mean."""
+    setup, spec, split = s["validation"]
+    outcomes = run_schedulers(setup, heuristics(args), f"{s['name']} {s['load']}: validation")
+    attrs = attributes(None, s["trace"], s["path"], spec, split, args)
+    results = results_of(outcomes, setup["trace"], attrs)
+    file = Path(args.out) / f"{s['name']}-{s['load']}-validation.h5"
+    write_results(file, results)
+    means = heuristic_means(results.summary)
+    rule = best_heuristic(means)
+    print(
+        f"{s['name']} {s['load']}: validation rule {rule_label(rule)} (mean avg bsld "
+        f"{means[rule]:.2f} on the {in_words(split)}, {len(setup['spans'])} window(s) of up "
+        f"to {args.jobs} jobs; results: {file})",
+        flush=True,
+    )
+    return means
+
+
+def evaluate_load(s: dict, policies, args, rules: dict) -> list[dict]:
+    """Every scheduler on the test windows of set `s`: prints the table and the ratios to
+    the best heuristic and the rows of `rules`, writes the results file(s); returns the
+    ratio rows."""
+    (setup, spec, split), label = s["test"], f"{s['name']} {s['load']}"
     began = time.monotonic()
-    outcomes = run_schedulers(setup, heuristics, f"{label}: heuristics")
-    where = describe("test", part["first_job"], part["stop_job"], len(trace), fractions)
-    title = f"== {name}, {load_name} load (submit times x {factor:g}): {where}; "
-    title += f"{len(spans)} window(s) of up to {args.jobs} jobs"
+    outcomes = run_schedulers(setup, heuristics(args), f"{label}: heuristics")
+    title = f"== {s['name']}, {s['load']} load (submit times x {s['factor']:g}): "
+    title += f"{in_words(split)}; {len(setup['spans'])} window(s) of up to {args.jobs} jobs"
     rows, files = [], []
     for k, policy in enumerate(policies or [None]):
         mine = []
@@ -264,40 +330,52 @@ def evaluate_load(trace, path: Path, load: tuple[str, float], policies, args) ->
             trained = {**setup, "model": policy["model"], "env": policy["config"].env}
             own = schedulers([TRAINED], list(args.backfills), [], policy["config"].env.estimate)
             mine = run_schedulers(trained, own, f"{label}: {policy['path']}")
-        attrs = attributes(policy, trace, path, spec, part, args)
-        results = results_of(mine + outcomes, scaled, attrs)
+        attrs = attributes(policy, s["trace"], s["path"], spec, split, args)
+        results = results_of(mine + outcomes, setup["trace"], attrs)
         suffix = f"-ckpt{k}" if len(policies) > 1 else ""
-        files.append(Path(args.out) / f"{name}-{load_name}{suffix}.h5")
+        files.append(Path(args.out) / f"{s['name']}-{s['load']}{suffix}.h5")
         write_results(files[-1], results)
         whole = spec["kind"] == "full"
         print_table(results, title + (f" ({policy['path']})" if policy else ""), whole)
         if policy:
-            where_ = {"trace": name, "load": load_name}
-            rows += ratio_rows(results, policy, args.backfills, where_)
+            where = {"trace": s["name"], "load": s["load"]}
+            rows += ratio_rows(results, policy, args.backfills, where, rules)
     print_ratios(rows)
     print(f"results: {', '.join(str(f) for f in files)}", flush=True)
     took = time.monotonic() - began
-    print(f"{PROG}: {label}: {len(spans)} windows, {took:.1f} s", file=sys.stderr, flush=True)
+    windows = len(setup["spans"])
+    print(f"{PROG}: {label}: {windows} windows, {took:.1f} s", file=sys.stderr, flush=True)
     return rows
 
 
 def print_ratios(rows: list[dict]) -> None:
     for row in rows:
-        print(
-            f"{row['checkpoint']} ({row['backfill']}) / best heuristic {best_label(row)} "
-            f"({row['best_bsld']:.2f}): {ratio_text(row)}"
-        )
+        for name, vs in row["vs"].items():
+            print(
+                f"{row['checkpoint']} ({row['backfill']}) / {name} {rule_label(vs['rule'])} "
+                f"({vs['bsld']:.2f}): {ratio_text(vs)}"
+            )
 
 
 SUMMARY_HEAD = "trace|load|checkpoint|policy backfill|best heuristic|its avg bsld|policy avg bsld"
 SUMMARY_HEAD = (*SUMMARY_HEAD.split("|"), "ratio", "95% interval", "upper < 1")
+SUMMARY_HEAD += ("validation rule", "vs validation rule", "one rule", "vs one rule")
+HONEST = ("validation rule", "one rule")  # the baselines chosen on the validation windows
 
 
 def summary_cells(row: dict) -> list[str]:
-    interval_ = "n/a (1 window)" if row["low"] is None else f"[{row['low']:.3f}, {row['high']:.3f}]"
-    cells = [row[k] for k in ("trace", "load", "checkpoint", "backfill")] + [best_label(row)]
-    cells += [f"{row['best_bsld']:.2f}", f"{row['bsld']:.2f}", f"{row['ratio']:.3f}"]
-    return [*cells, interval_, verdict(row)]
+    oracle = row["vs"][ORACLE]
+    cells = [row[k] for k in ("trace", "load", "checkpoint", "backfill")]
+    cells += [rule_label(oracle["rule"]), f"{oracle['bsld']:.2f}", f"{row['bsld']:.2f}"]
+    cells += [f"{oracle['ratio']:.3f}", interval(oracle), verdict(oracle)]
+    for name in HONEST:
+        vs = row["vs"][name]
+        cells += [rule_label(vs["rule"]), f"{vs['ratio']:.3f} {interval(vs)}"]
+    return cells
+
+
+def interval(vs: dict) -> str:
+    return "n/a (1 window)" if vs["low"] is None else f"[{vs['low']:.3f}, {vs['high']:.3f}]"
 
 
 def print_summary(rows: list[dict]) -> None:
@@ -305,14 +383,17 @@ def print_summary(rows: list[dict]) -> None:
     widths = [max(len(line[i]) for line in table) + 2 for i in range(len(SUMMARY_HEAD))]
     print(
         "\nSummary: each policy under its training backfill; ratio = its mean avg bsld / the "
-        "best heuristic's, same windows; 95% paired bootstrap interval (rough with 2 windows)"
+        "best heuristic's (the lowest on these windows); vs validation rule, vs one rule: the "
+        "same ratio to the row chosen on the validation windows (per trace and load / one "
+        "for all), same windows; 95% paired bootstrap interval (rough with 2 windows)"
     )
     for line in table:
         print("".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())
 
 
 def markdown(rows: list[dict], policies: list[dict], args, windows: dict) -> str:
-    lines = ["| " + " | ".join(SUMMARY_HEAD) + " |", "|---|---|---|---|---|" + "---:|" * 5]
+    align = "|---|---|---|---|---|" + "---:|" * 5 + "---|---:|" * len(HONEST)
+    lines = ["| " + " | ".join(SUMMARY_HEAD) + " |", align]
     lines += ["| " + " | ".join(summary_cells(r)) + " |" for r in rows]
     return "\n".join(lines) + "\n\n" + paragraph(rows, policies, args, windows) + "\n"
 
@@ -353,35 +434,59 @@ def paragraph(rows: list[dict], policies: list[dict], args, windows: dict) -> st
     """Which policies, trained how, against which baselines, on which jobs, and where the
     policy loses."""
     scored = ", ".join(f"{name} {n}" for name, n in windows.items())
-    unsure = [r for r in rows if r["high"] is not None and r["low"] <= 1 <= r["high"]]
-    worse = [r for r in rows if r["high"] is not None and r["low"] > 1]
-    single = [r for r in rows if r["high"] is None]
+    unsure = [r for r in rows if r["vs"][ORACLE]["high"] is not None]
+    unsure = [r for r in unsure if r["vs"][ORACLE]["low"] <= 1 <= r["vs"][ORACLE]["high"]]
+    single = [r for r in rows if r["vs"][ORACLE]["high"] is None]
     higher = " / ".join(sorted({r["load"] for r in rows} - {"native"}))
     text = (
         f"Policies: {'; '.join(trained_how(p) for p in policies)}, acting greedily and "
-        "backfilling as they trained. Baselines: fcfs, sjf, wfp3, unicep, f1 and "
-        f"sjbf x {' and '.join(args.backfills)} backfilling x the requests or EASY++ "
-        "predictions as runtime estimates; the best heuristic is the one with the lowest mean "
-        "avg bsld on the same windows. Jobs scored: the test part of each trace (the last "
-        f"{scored_split(policies)[2]:g} of its jobs in submit order), up to "
-        f"{args.windows} consecutive windows of {args.jobs} jobs ({scored} windows), at native "
-        f"load and at a higher one (submit times {higher}). Ratios: the policy's mean avg "
-        "bsld / the best heuristic's, with a 95% paired bootstrap interval over windows."
+        f"backfilling as they trained. {baselines(rows, policies, args)} Jobs scored: the "
+        f"test part of each trace (the last {scored_split(policies)[2]:g} of its jobs in "
+        f"submit order), up to {args.windows} consecutive windows of {args.jobs} jobs "
+        f"({scored} windows), at native load and at a higher one (submit times {higher}). "
+        "Ratios: the policy's mean avg bsld / the baseline's on the same windows, with a 95% "
+        "paired bootstrap interval over windows."
     )
     which = (lambda r: f"{r['checkpoint']}, ") if len(policies) > 1 else (lambda r: "")
-    where = [
-        f"{r['trace']} {r['load']} ({which(r)}{r['backfill']}, {r['ratio']:.2f}x)" for r in worse
-    ]
-    text += f" The policy is worse than the best heuristic on: {', '.join(where) or 'none'}."
+    text += f" The policy is worse than the best heuristic on: {losses(rows, ORACLE, which)}."
     unsure = [f"{r['trace']} {r['load']} ({which(r)}{r['backfill']})" for r in unsure]
     text += f" Not distinguishable from it (interval contains 1): {', '.join(unsure) or 'none'}."
+    text += f" Worse than the validation rule on: {losses(rows, 'validation rule', which)};"
+    text += f" than the one rule on: {losses(rows, 'one rule', which)}."
     few = sorted({r["trace"] for r in rows if r["windows"] == 2})
     if few:
         text += f" Two windows ({', '.join(few)}): three distinct resamples, a rough interval."
     if single:
-        one = [f"{r['trace']} {r['load']} ({which(r)}{r['ratio']:.2f}x)" for r in single]
+        one = [
+            f"{r['trace']} {r['load']} ({which(r)}{r['vs'][ORACLE]['ratio']:.2f}x)" for r in single
+        ]
         text += f" One window, so no interval: {', '.join(one)}."
     return text
+
+
+def baselines(rows: list[dict], policies: list[dict], args) -> str:
+    """The heuristic rows and the three the policy is compared with, in words."""
+    sets = len({(r["trace"], r["load"]) for r in rows})
+    one = rule_label(rows[0]["vs"]["one rule"]["rule"])
+    return (
+        f"Baselines: fcfs, sjf, wfp3, unicep, f1 and sjbf x {' and '.join(args.backfills)} "
+        "backfilling x the requests or EASY++ predictions as runtime estimates. The best "
+        "heuristic is the row with the lowest mean avg bsld on the same windows, an oracle "
+        "chosen on the jobs it is scored on; the validation rule, per trace and load, the row "
+        "with the lowest on the validation part's windows (the "
+        f"{scored_split(policies)[1]:g} of the jobs before the test part, up to {args.windows} "
+        f"windows of {args.jobs} jobs, same load); the one rule ({one}), the single row of "
+        f"lowest geometric mean over the {sets} trace/load sets of its validation mean / the "
+        "set's lowest: what a site that chose its rule on past jobs would run."
+    )
+
+
+def losses(rows: list[dict], baseline: str, which) -> str:
+    """The sets where the policy is worse than `baseline` (interval above 1), in words."""
+    vs = [(r, r["vs"][baseline]) for r in rows if r["vs"][baseline]["high"] is not None]
+    worse = [f"{r['trace']} {r['load']} ({which(r)}{r['backfill']}, {v['ratio']:.2f}x)"
+             for r, v in vs if v["low"] > 1]  # fmt: skip
+    return ", ".join(worse) or "none"
 
 
 def write_readme(path: str, block: str) -> None:
@@ -426,23 +531,51 @@ def run(args) -> int:
         readme_block(Path(args.readme), BEGIN, END)  # a README without the block fails now
     files = trace_files(args)
     policies = load_policies(args.checkpoint)
+    sets = scored_sets(files, scored_split(policies), args)
     with output_errors(args.out):
         Path(args.out).mkdir(parents=True, exist_ok=True)
+    validated = [validate_load(s, args) for s in sets]
+    scores = rule_scores(validated)
+    one = best_heuristic(scores)
+    print(
+        f"\none rule: {rule_label(one)} (geometric mean over the {len(sets)} trace/load sets "
+        f"of its validation mean avg bsld / the set's lowest: {scores[one]:.3f})"
+    )
     rows, windows = [], {}
-    for path in files:
-        trace = read_swf(path)
-        factor = LOAD_FACTORS.get(short_name(path))
-        if factor is None:
-            print(f"{PROG}: {path.name}: no load factor known: native load only", file=sys.stderr)
-        for load in [("native", 1.0)] + ([(f"x{factor:g}", factor)] if factor else []):
-            rows += [r for r in evaluate_load(trace, path, load, policies, args) if r["summary"]]
-        windows[short_name(path)] = rows[-1]["windows"] if rows else 0
+    for s, means in zip(sets, validated):
+        rules = {"validation rule": best_heuristic(means), "one rule": one}
+        rows += [r for r in evaluate_load(s, policies, args, rules) if r["summary"]]
+        windows[s["name"]] = rows[-1]["windows"] if rows else 0
     if rows:
         print_summary(rows)
     if args.readme:
         write_readme(args.readme, markdown(rows, policies, args, windows))
     print(f"\nwall time: {time.monotonic() - args.began:.0f} s (from the start, imports excluded)")
     return 0
+
+
+def scored_sets(files: list[Path], fractions, args) -> list[dict]:
+    """Every trace at every load, with its test and validation windows (load_setup), all
+    checked before anything runs."""
+    sets = []
+    for path in files:
+        trace = read_swf(path)
+        for load, factor in loads(path):
+            s = {"name": short_name(path), "load": load, "factor": factor}
+            s.update(path=path, trace=trace)
+            for part in ("test", "validation"):
+                s[part] = load_setup(trace, part, factor, fractions, args)
+            sets.append(s)
+    return sets
+
+
+def loads(path: Path) -> list[tuple[str, float]]:
+    """("native", 1) and the higher load of LOAD_FACTORS, when the trace has one."""
+    factor = LOAD_FACTORS.get(short_name(path))
+    if factor is None:
+        print(f"{PROG}: {path.name}: no load factor known: native load only", file=sys.stderr)
+        return [("native", 1.0)]
+    return [("native", 1.0), (f"x{factor:g}", factor)]
 
 
 def scored_split(policies: list[dict]):

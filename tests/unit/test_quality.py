@@ -1,5 +1,6 @@
 """bench/quality.py: the paired bootstrap ratio by hand, its seeded reproducibility, the
-test windows, the results files analyze reads, the README block, and bad input."""
+test and validation windows, the validation rule and the one rule on hand-made means, the
+results files analyze reads, the README block with the three baselines, and bad input."""
 
 from __future__ import annotations
 
@@ -65,14 +66,73 @@ def test_short_names(name, short):
 
 def test_windows_lie_in_the_test_part_and_a_short_part_is_one_whole_window():
     trace = generate(1000, machine_procs=64, seed=1)
-    spans, spec, part = quality.scored_windows(trace, (0.7, 0.1, 0.2), 3, 80)
+    spans, spec, part = quality.part_windows(trace, (0.7, 0.1, 0.2), "test", 3, 80)
     assert spans == [(800, 80), (880, 80), (960, 40)]
     assert spec == {"kind": "consecutive", "windows": 3, "jobs": 80, "start": 800}
     assert (part["first_job"], part["stop_job"], part["trace_jobs"]) == (800, 1000, 1000)
-    spans, spec, _ = quality.scored_windows(trace, (0.7, 0.1, 0.2), 20, 1024)
+    spans, spec, _ = quality.part_windows(trace, (0.7, 0.1, 0.2), "test", 20, 1024)
     assert spans == [(800, 200)] and spec == {"kind": "full", "jobs": 200, "start": 800}
     with pytest.raises(ValueError, match="nothing to score in the test part"):
-        quality.scored_windows(trace, (1.0, 0.0, 0.0), 20, 1024)
+        quality.part_windows(trace, (1.0, 0.0, 0.0), "test", 20, 1024)
+
+
+def test_validation_windows_follow_the_same_spec_from_the_validation_part():
+    trace = generate(1000, machine_procs=64, seed=1)
+    spans, spec, part = quality.part_windows(trace, (0.7, 0.1, 0.2), "validation", 3, 80)
+    assert spans == [(700, 80), (780, 20)] and part["part"] == "validation"
+    assert spec == {"kind": "consecutive", "windows": 2, "jobs": 80, "start": 700}
+    assert (part["first_job"], part["stop_job"]) == (700, 800)
+    spans, spec, _ = quality.part_windows(trace, (0.7, 0.1, 0.2), "validation", 20, 1024)
+    assert spans == [(700, 100)] and spec == {"kind": "full", "jobs": 100, "start": 700}
+    with pytest.raises(ValueError, match="nothing to score in the validation part"):
+        quality.part_windows(trace, (0.8, 0.0, 0.2), "validation", 20, 1024)
+
+
+def summary(rows: list[tuple]) -> dict:
+    """A summary table of (policy, backfill, estimate, mean avg bsld) rows."""
+    columns = ("policy", "backfill", "estimate", "avg_bsld_mean")
+    return {name: np.array([row[i] for row in rows]) for i, name in enumerate(columns)}
+
+
+def test_the_validation_rule_is_the_heuristic_row_of_lowest_mean_and_never_the_policy():
+    means = quality.heuristic_means(
+        summary(
+            [
+                ("ddppo", "easy", "request", 5.0),
+                ("fcfs", "easy", "request", 30.0),
+                ("sjf", "easy", "predicted", 12.5),
+                ("sjf", "conservative", "predicted", 12.0),
+                ("f1", "easy", "request", 40.0),
+            ]
+        )
+    )
+    assert means == {
+        ("fcfs", "easy", "request"): 30.0,
+        ("sjf", "easy", "predicted"): 12.5,
+        ("sjf", "conservative", "predicted"): 12.0,
+        ("f1", "easy", "request"): 40.0,
+    }
+    assert quality.best_heuristic(means) == ("sjf", "conservative", "predicted")
+
+
+def test_the_one_rule_can_be_the_lowest_of_no_set():
+    # a is best on the first set and 3x the best on the second; c the reverse; b is 1.1x the
+    # best on both: geometric means sqrt(3) = 1.73, 1.1 and 1.73.
+    sets = [{"a": 1.0, "b": 1.1, "c": 3.0}, {"a": 30.0, "b": 11.0, "c": 10.0}]
+    assert [quality.best_heuristic(s) for s in sets] == ["a", "c"]
+    scores = quality.rule_scores(sets)
+    assert scores == pytest.approx({"a": 3**0.5, "b": 1.1, "c": 3**0.5})
+    assert quality.best_heuristic(scores) == "b"
+
+
+def test_the_one_rule_is_the_geometric_mean_of_ratios_not_of_means_or_their_sum():
+    # ratios to each set's lowest: a (1, 3.2), b (1.9, 1.9), c (4, 1); geometric means 1.79,
+    # 1.9, 2: a. The arithmetic mean of the ratios (2.1, 1.9, 2.5) and the sum of the means
+    # (4.2, 3.8, 5) would both choose b.
+    sets = [{"a": 1.0, "b": 1.9, "c": 4.0}, {"a": 3.2, "b": 1.9, "c": 1.0}]
+    scores = quality.rule_scores(sets)
+    assert scores == pytest.approx({"a": 3.2**0.5, "b": 1.9, "c": 2.0})
+    assert quality.best_heuristic(scores) == "a"
 
 
 @pytest.fixture
@@ -112,11 +172,52 @@ def test_every_load_writes_a_results_file_that_analyze_reads(traces, tmp_path, c
         assert json.loads(results.attrs["split"])["first_job"] == 480
         assert len(results.summary["policy"]) == 26  # 24 heuristic rows and the policy's 2
         assert "Scored:" in report(results, {})
+        validation = read_results(out / f"HPC2N-{load}-validation.h5")
+        spec = json.loads(validation.attrs["window_spec"])
+        assert spec == {"kind": "consecutive", "windows": 2, "jobs": 50, "start": 420} | {
+            "load_factor": factor
+        }
+        assert json.loads(validation.attrs["split"])["part"] == "validation"
+        assert len(validation.summary["policy"]) == 24 and "Scored:" in report(validation, {})
     shown = capsys.readouterr().out
     assert "Summary:" in shown and shown.count("/ best heuristic") == 4
+    assert shown.count("/ validation rule") == 4 and shown.count("/ one rule") == 4
     text = readme.read_text()
     assert "old" not in text and text.endswith(f"{quality.END}\nafter\n")
     assert "| HPC2N | native |" in text and "Policies:" in text
+    assert "validation rule" in text.split("Policies:")[1]
+    rows = readme_rows(text)
+    assert [(row["load"], row["policy backfill"]) for row in rows] == [
+        ("native", "easy"),
+        ("x0.7", "easy"),
+    ]
+    validated = {load: validation_means(out, load) for load in ("native", "x0.7")}
+    one = quality.best_heuristic(quality.rule_scores(list(validated.values())))
+    for row in rows:
+        rule = quality.best_heuristic(validated[row["load"]])
+        assert row["validation rule"] == quality.rule_label(rule)
+        assert row["vs validation rule"] == ratio_cell(out, row["load"], rule)
+        assert row["one rule"] == quality.rule_label(one)
+        assert row["vs one rule"] == ratio_cell(out, row["load"], one)
+
+
+def readme_rows(text: str) -> list[dict]:
+    """The quality table's rows, as {column: cell}."""
+    lines = [line.strip("|").split(" | ") for line in text.splitlines() if line.startswith("| ")]
+    head = [cell.strip() for cell in lines[0]]
+    return [dict(zip(head, (cell.strip() for cell in line))) for line in lines[1:]]
+
+
+def validation_means(out: Path, load: str) -> dict:
+    return quality.heuristic_means(read_results(out / f"HPC2N-{load}-validation.h5").summary)
+
+
+def ratio_cell(out: Path, load: str, rule: tuple) -> str:
+    """The policy's (easy) ratio to `rule` on the test windows, as the table writes it."""
+    results = read_results(out / f"HPC2N-{load}.h5")
+    mine = quality.window_bsld(results, ("ddppo", "easy", "request"))
+    ratio, low, high = quality.paired_ratio(mine, quality.window_bsld(results, rule))
+    return f"{ratio:.3f} [{low:.3f}, {high:.3f}]"
 
 
 @pytest.mark.parametrize(
@@ -129,8 +230,12 @@ def test_every_load_writes_a_results_file_that_analyze_reads(traces, tmp_path, c
             "trained in GPU mode",
         ),
         (
-            lambda tmp: ["--checkpoint", str(checkpoint(tmp / "s.pt", split=(1.0, 0.0, 0.0)))],
+            lambda tmp: ["--checkpoint", str(checkpoint(tmp / "s.pt", split=(0.8, 0.2, 0.0)))],
             "nothing to score in the test part",
+        ),
+        (
+            lambda tmp: ["--checkpoint", str(checkpoint(tmp / "v.pt", split=(0.8, 0.0, 0.2)))],
+            "nothing to score in the validation part",
         ),
     ],
 )
