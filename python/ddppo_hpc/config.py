@@ -119,6 +119,10 @@ class PPOConfig:
     # can choose (not the wait, env.wait or gpu.wait, which stays to PPO); they count in
     # `updates`
     imitation_updates: int = 0
+    # who acts in those updates' rollouts: teacher (behaviour cloning, above) | policy
+    # (DAgger: the policy's sampled actions step, and the teacher's picks at the states they
+    # reach are the labels, so the copy learns where its own mistakes lead)
+    imitation_rollout: str = "teacher"
 
 
 @dataclass
@@ -203,6 +207,7 @@ CHOICES = {
     ("gpu", "mode"): ("off", "placement", "dual"),
     ("gpu", "order"): ("fifo", "srtf", "las"),
     ("gpu", "reward_baseline"): ("none", "first_fit", "best_fit", "random", "speed_fit"),
+    ("ppo", "imitation_rollout"): ("teacher", "policy"),
     ("run", "device"): ("auto", "cpu", "cuda"),
 }
 POSITIVE = {
@@ -324,6 +329,7 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'run.keep_best' is for the HPC queue (gpu.mode: off)")
     if config.ppo.imitation_updates < 0:
         raise ConfigError("'ppo.imitation_updates' must be at least 0")
+
     if config.dist.slow_factor < 1:
         raise ConfigError("'dist.slow_factor' must be at least 1")
     if not 0 < config.dist.sync_frac <= 1 or not 0 < config.dist.min_rollout_frac <= 1:

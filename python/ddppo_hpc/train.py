@@ -121,20 +121,24 @@ class Trainer:
         return self.policy(*self.observe(obs), *memory)[1].cpu()
 
     def act(self, obs: dict) -> tuple[torch.Tensor, ...]:
-        """(actions, log-probabilities, values, the memory they were decided with); the
-        current memory moves on past the decision."""
+        """(the actions to step, the actions to learn from, their log-probabilities, values,
+        the memory they were decided with); the current memory moves on past the decision.
+        The two differ only while imitating with ppo.imitation_rollout `policy` (DAgger): the
+        policy's sampled actions step, the teacher's picks are learnt."""
 
         def sample(dist):
             # On the CPU with this rank's generator: reproducible, and saved in checkpoints.
             return torch.multinomial(dist.probs, 1, generator=self.generator).squeeze(1)
 
-        pick = sample
-        if self.imitating():  # the rollout follows the teacher
+        pick, teacher = sample, None
+        if self.imitating():
             teacher = torch.from_numpy(self.env.heuristic_actions()).long().clamp(min=0)
-            pick = lambda dist: teacher  # noqa: E731
+            if self.config.ppo.imitation_rollout == "teacher":  # the rollout follows it
+                pick = lambda dist: teacher  # noqa: E731
         memory = self.memory
         actions, dist, values, self.memory = decide(self.policy, self.observe(obs), memory, pick)
-        return actions, dist.log_prob(actions), values, memory
+        learnt = actions if teacher is None else teacher
+        return actions, learnt, dist.log_prob(learnt), values, memory
 
     def imitating(self) -> bool:
         """Whether this update copies the environment's heuristic (ppo.imitation_updates)."""
@@ -150,8 +154,8 @@ class Trainer:
         steps = config.ppo.rollout_steps
         for step in range(1, steps + 1):
             began = time.perf_counter()
-            actions, logprobs, values, memory = self.act(self.obs)
-            storage.insert(self.obs, actions, logprobs, values, memory)
+            actions, learnt, logprobs, values, memory = self.act(self.obs)
+            storage.insert(self.obs, learnt, logprobs, values, memory)
             if self.imitating():  # cloned among the teacher's choices (not the wait)
                 storage.mask[storage.used, :, self.env.teacher_slots :] = False
             self.obs, reward, terminated, _, info = self.env.step(actions.numpy())
