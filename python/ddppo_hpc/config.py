@@ -140,9 +140,11 @@ class RunConfig:
     device: str = "auto"  # auto | cpu | cuda
     checkpoint_every: int = 10  # updates
     eval_windows: int = 10  # held-out windows for the final comparison
+    eval_jobs: int = 0  # jobs per validation window (0: env.window_jobs)
     # every checkpoint_every updates, score the greedy policy on eval_windows windows of
-    # env.window_jobs jobs at the start of the validation part; keep the lowest mean avg
-    # bsld's weights in best.pt (HPC queue mode)
+    # eval_jobs jobs at the start of the validation part of every source, at every
+    # data.load_scale factor; keep the weights with the lowest geometric mean over those
+    # sets of their mean avg bsld in best.pt (HPC queue mode)
     keep_best: bool = False
 
 
@@ -251,6 +253,7 @@ RESUMABLE = {
     ("run", "checkpoint_every"),
     ("run", "device"),
     ("run", "eval_windows"),
+    ("run", "eval_jobs"),
     *(("dist", f.name) for f in dataclasses.fields(DistConfig)),
 }
 
@@ -329,6 +332,8 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'run.keep_best' is for the HPC queue (gpu.mode: off)")
     if config.ppo.imitation_updates < 0:
         raise ConfigError("'ppo.imitation_updates' must be at least 0")
+    if config.run.eval_jobs < 0:
+        raise ConfigError("'run.eval_jobs' must be at least 0 (0: env.window_jobs)")
 
     if config.dist.slow_factor < 1:
         raise ConfigError("'dist.slow_factor' must be at least 1")

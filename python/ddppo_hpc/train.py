@@ -232,16 +232,19 @@ class Trainer:
 
     def validate(self) -> tuple[float, bool]:
         """(score, whether it is the best so far): the greedy policy's mean avg bsld over
-        run.eval_windows consecutive windows of env.window_jobs jobs from the validation
-        part's first job (the last clipped at its end); with several sources, the geometric
-        mean of their scores (each trace counts alike, whatever its bsld scale)."""
-        env, data = self.config.env, self.config.data
+        run.eval_windows consecutive windows of run.eval_jobs jobs from the validation
+        part's first job (the last clipped at its end), per source and data.load_scale
+        factor; with several sets, the geometric mean of their scores (each trace and load
+        counts alike, whatever its bsld scale)."""
+        env, data, run = self.config.env, self.config.data, self.config.run
         if self.validation is None:  # read once per run, at the first validation
-            self.validation = [part_trace(s, data, "validation")[0] for s in sources(data)]
+            parts = [part_trace(s, data, "validation")[0] for s in sources(data)]
+            self.validation = [at_load(t, f) for t in parts for f in data.load_scale]
         policy = copy.deepcopy(self.policy).cpu()
         scores = []
         for trace in self.validation:
-            windows = protocol_windows(len(trace), 0, self.config.run.eval_windows, env.window_jobs)
+            jobs = run.eval_jobs or env.window_jobs
+            windows = protocol_windows(len(trace), 0, run.eval_windows, jobs)
             runs = run_policy(policy, trace, dict(enumerate(windows)), env, env.backfill)
             scores.append(np.mean([metrics["avg_bsld"] for _, _, metrics in runs]))
         score = float(np.exp(np.mean(np.log(scores))))

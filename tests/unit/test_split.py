@@ -1,15 +1,27 @@
 """Splits by time: the parts' bounds, the config key, and what training draws from."""
 
+import numpy as np
 import pytest
 import torch
 from simhelpers import TINY_TRAINING
 
 from ddppo_hpc.config import ConfigError, DataConfig, load_config
 from ddppo_hpc.data import convert
-from ddppo_hpc.data.source import Source, embedded_workload, part_trace, rank_train_trace, sources
+from ddppo_hpc.data.source import (
+    Source,
+    at_load,
+    embedded_workload,
+    part_trace,
+    rank_train_trace,
+    sources,
+)
 from ddppo_hpc.data.split import describe, part_range
 from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.data.trace import TraceError
+from ddppo_hpc.dist import context
+from ddppo_hpc.evaluate import run_policy
+from ddppo_hpc.sim import protocol_windows
+from ddppo_hpc.train import Trainer
 from ddppo_hpc.train import main as train_main
 
 
@@ -97,3 +109,18 @@ def test_keep_best_keeps_the_lowest_validation_score(tmp_path, capsys):
     assert best["update"] == best_update and last["update"] == 6
     assert best["best_validation"] == pytest.approx(best_score, abs=5e-4)
     assert last["best_validation"] == best["best_validation"]
+
+
+def test_validation_scores_every_source_and_load_on_eval_jobs_windows(tmp_path):
+    overrides = [*TINY_TRAINING, "data.load_scale=[0.5, 1.0]", "run.eval_windows=2"]
+    config = load_config(None, [*overrides, "run.eval_jobs=100"])
+    trainer = Trainer(config, context.init("cpu"), tmp_path)
+    part = part_trace(sources(config.data)[0], config.data, "validation")[0]
+    scores = []
+    for factor in (0.5, 1.0):
+        trace = at_load(part, factor)
+        spans = dict(enumerate(protocol_windows(len(trace), 0, 2, 100)))
+        runs = run_policy(trainer.policy, trace, spans, config.env, config.env.backfill)
+        scores.append(np.mean([metrics["avg_bsld"] for _, _, metrics in runs]))
+    assert scores[0] != scores[1]  # the loads differ
+    assert trainer.validate()[0] == pytest.approx(np.sqrt(scores[0] * scores[1]), rel=1e-12)
