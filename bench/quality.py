@@ -424,7 +424,8 @@ def observed(config) -> str:
         words.append(f"relative to {env.reward_baseline}")
     if ppo.imitation_updates:
         teacher = "the best heuristic of each window" if env.teacher == "best" else "its order"
-        words.append(f"{ppo.imitation_updates} updates copying {teacher}")
+        how = " (DAgger: the policy acting)" if ppo.imitation_rollout == "policy" else ""
+        words.append(f"{ppo.imitation_updates} updates copying {teacher}{how}")
     return "".join(f", {w}" for w in words)
 
 
