@@ -159,6 +159,9 @@ class GpuConfig:
     machines_per_rack: int = 4
     gpus_per_machine: int = 8
     models: str = "V100M32,V100M16,P100,T4"  # GPU models, cycled over the machines
+    # the trace's own node list as the machines instead (Alibaba: their GPUs, CPU, memory
+    # and models, in racks of `machines_per_rack` consecutive nodes; docs/gpu.md, "Topology")
+    nodes_topology: bool = False
     link_costs: str = "1,4,16"  # same machine, same rack, across racks
     comm_penalty: float = 0.05
     speed_noise: float = 0.2  # log-normal sigma of the hidden per-machine speed factors

@@ -10,6 +10,8 @@ import torch
 from simhelpers import TINY_GPU
 
 from ddppo_hpc.config import ConfigError, load_config
+from ddppo_hpc.data import convert
+from ddppo_hpc.data.gpu import ALIBABA_NODES_HEADER, ALIBABA_PODS_HEADER
 from ddppo_hpc.dist import context
 from ddppo_hpc.gpu import training
 from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
@@ -43,6 +45,28 @@ def test_cluster_and_holdout_errors():
     cluster = training.cluster_of(config)
     with pytest.raises(ConfigError, match="leave no training window in 800 jobs"):
         training.split(config, training.workload_of(config, cluster, 0))
+
+
+NODES = ["n0,64000,262144,2,P100", "n1,96000,393216,8,G3"]
+PODS = [f"p{i},6000,12288,{1 + i % 2},1000,,BE,Succeeded,{i},{600 + i},{i}" for i in range(40)]
+
+
+def test_nodes_topology_is_the_traces_own_node_list(tmp_path):
+    for name, header, rows in (
+        ("pods", ALIBABA_PODS_HEADER, PODS),
+        ("nodes", ALIBABA_NODES_HEADER, NODES),
+    ):
+        (tmp_path / f"{name}.csv").write_text("\n".join([",".join(header), *rows]) + "\n")
+    convert.convert([tmp_path / "pods.csv", tmp_path / "nodes.csv"], tmp_path / "store")
+    overrides = [f"data.trace={tmp_path / 'store'}", "gpu.mode=placement"]
+    config = load_config(None, [*overrides, "gpu.nodes_topology=true", "gpu.machines_per_rack=1"])
+    machines = training.cluster_of(config).machines
+    assert machines.gpus.tolist() == [2, 8] and machines.model == ("P100", "G3")
+    assert machines.rack.tolist() == [0, 1] and machines.cpu.tolist() == [64000, 96000]
+    assert training.cluster_of(load_config(None, overrides)).total_gpus == 64  # uniform
+    config = load_config(None, ["gpu.mode=placement", "gpu.nodes_topology=true"])
+    with pytest.raises(ConfigError, match="'gpu.nodes_topology' needs a trace with a node list"):
+        training.cluster_of(config)
 
 
 def test_validation_jobs_come_before_the_held_out_ones():

@@ -10,8 +10,8 @@ from ddppo_hpc.config import ConfigError, TrainConfig
 from ddppo_hpc.data.dljobs import generate_dl_jobs
 from ddppo_hpc.gpu import ORDERS, PLACEMENTS, simulate_gpu
 from ddppo_hpc.gpu.env import GPU_EPISODE_METRICS, VecGpuEnv
-from ddppo_hpc.gpu.topology import Cluster, uniform
-from ddppo_hpc.gpu.workload import GpuWorkload, from_trace, load
+from ddppo_hpc.gpu.topology import Cluster, Machines, uniform
+from ddppo_hpc.gpu.workload import GpuWorkload, from_trace, load, node_machines
 from ddppo_hpc.rl.ppo import masked_distribution
 
 HELD_OUT_SEED = 987_654  # the synthetic jobs' seed for evaluation
@@ -25,9 +25,23 @@ def cluster_of(config: TrainConfig) -> Cluster:
         links = ()
     if len(links) != 3:
         raise ConfigError(f"'gpu.link_costs' must be three numbers, not {g.link_costs!r}")
-    models = tuple(m for m in g.models.split(",") if m)
-    machines = uniform(g.racks, g.machines_per_rack, g.gpus_per_machine, models)
+    if g.nodes_topology:
+        machines = trace_machines(config)
+    else:
+        models = tuple(m for m in g.models.split(",") if m)
+        machines = uniform(g.racks, g.machines_per_rack, g.gpus_per_machine, models)
     return Cluster(machines, links, g.comm_penalty, g.speed_noise, g.speed_seed)
+
+
+def trace_machines(config: TrainConfig) -> Machines:
+    """`data.trace`'s own node list (`gpu.nodes_topology`)."""
+    if config.data.trace != "synthetic":
+        workload = load([config.data.trace])
+        if workload.nodes is not None:
+            return node_machines(workload, config.gpu.machines_per_rack)
+    raise ConfigError(
+        f"'gpu.nodes_topology' needs a trace with a node list (Alibaba), not {config.data.trace!r}"
+    )
 
 
 def workload_of(config: TrainConfig, cluster: Cluster, seed: int) -> GpuWorkload:
