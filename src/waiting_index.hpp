@@ -26,10 +26,16 @@ class MinTree {
                                   : std::numeric_limits<T>::max();
   // The smallest value set, kUnset if none.
   T min() const { return tree_[1]; }
-  // Stops where a node's minimum stays as it was: above it nothing changes.
+  // Stops where a node's minimum stays as it was: above it nothing changes. A lower value
+  // needs no sibling: each node's minimum becomes the lesser of it and the value.
   void set(size_t slot, T value) {
     size_t i = slot + leaves_;
+    const bool lower = value <= tree_[i];
     tree_[i] = value;
+    if (lower) {
+      for (i /= 2; i > 0 && value < tree_[i]; i /= 2) tree_[i] = value;
+      return;
+    }
     for (i /= 2; i > 0; i /= 2) {
       const T low = std::min(tree_[2 * i], tree_[2 * i + 1]);
       if (tree_[i] == low) return;
