@@ -86,8 +86,9 @@ class MinTree {
 // extra procs. The others it may start must end by the shadow time: they are among the size
 // classes between the extra and the free procs (per size, a tree over its jobs in rank order
 // holds their requests) and among the requests that end by the shadow time (per request, a
-// tree over its jobs holds their procs); a scan searches whichever classes are fewer (a
-// synthetic store has ~1,000 sizes and 10 requests, LANL-CM5 6 sizes and 1,521 requests).
+// tree over its jobs holds their procs); a scan searches whichever classes are fewer. The
+// request classes are kept only where there are fewer requests than sizes overall (a
+// synthetic store has ~1,000 sizes and 10 requests; LANL-CM5 6 sizes and 1,521 requests).
 // Conservative scans search the size classes.
 class WaitingIndex {
  public:
@@ -108,8 +109,10 @@ class WaitingIndex {
                        [&](int32_t a, int32_t b) { return keys[a - begin] < keys[b - begin]; });
     for (size_t r = 0; r < by_rank_.size(); ++r)
       rank_[by_rank_[r] - begin] = static_cast<int32_t>(r);
-    if (scans != Scans::kNone) sizes_.build(procs, by_rank_, begin);
-    if (scans == Scans::kEasy) requests_.build(request, by_rank_, begin);
+    const size_t any = std::numeric_limits<size_t>::max();
+    if (scans != Scans::kNone) sizes_.build(procs, by_rank_, begin, any);
+    // With as many requests as sizes (the logs), the sizes are the fewer classes to search.
+    if (scans == Scans::kEasy) requests_.build(request, by_rank_, begin, sizes_.keys.size() - 1);
   }
 
   void add(int32_t j) {
@@ -137,7 +140,7 @@ class WaitingIndex {
         std::partition_point(requests_.keys.begin(), requests_.keys.end(), ends_by) -
         requests_.keys.begin();
     auto fits = [&](int32_t p) { return p <= free; };
-    if (hi - lo <= ending)
+    if (requests_.keys.empty() || hi - lo <= ending)
       for (size_t c = lo; c < hi; ++c) best = std::min(best, first_rank(sizes_, c, ends_by));
     else
       for (size_t c = 0; c < ending; ++c) best = std::min(best, first_rank(requests_, c, fits));
@@ -178,7 +181,7 @@ class WaitingIndex {
 
  private:
   // The jobs by a key in classes of equal key, each class's jobs in rank order with a tree
-  // over them that holds a value for each waiting one; empty until built.
+  // over them that holds a value for each waiting one; empty unless built.
   template <typename Key, typename Value>
   struct Classes {
     std::vector<Key> keys;                   // per class, ascending
@@ -186,10 +189,12 @@ class WaitingIndex {
     std::vector<MinTree<Value>> trees;       // per class, per slot of its jobs
     std::vector<int32_t> class_, slot_;      // per job of the window
 
-    void build(const Key* key, const std::vector<int32_t>& by_rank, size_t begin) {
+    // Left empty with more than `most` classes.
+    void build(const Key* key, const std::vector<int32_t>& by_rank, size_t begin, size_t most) {
       for (int32_t j : by_rank) keys.push_back(key[j]);
       std::sort(keys.begin(), keys.end());
       keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      if (keys.size() > most) return keys.clear();
       jobs.resize(keys.size());
       class_.resize(by_rank.size());
       slot_.resize(by_rank.size());
