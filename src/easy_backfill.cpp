@@ -43,35 +43,37 @@ bool Simulator::admit(int32_t job, Shadow& s) const {
   return true;
 }
 
-// Free procs and extra only fall during a scan, so a job the index passes over cannot start
-// in it, and every job it gives starts.
+// Every job the index gives starts.
 void Simulator::scan_in_rank_order(Shadow& s) {
-  index_->begin_scan();
   for (int32_t j; (j = index_->next(free_, s.extra, now_, s.time)) >= 0;) {
-    index_->passed(j);
     admit(j, s);  // it passes: this takes its procs from extra where it runs past S
     start(j);
   }
 }
 
 // Free procs and extra only fall during a scan: only the jobs that could start as it began
-// might, and few of them do; in a group, only its oldest. So each round takes the first of
-// them in policy order that still can (its group's next oldest then joins), until none can.
+// might, and few of them do; in a group, only its oldest. So each round drops those that no
+// longer can and takes the first of the others in policy order (its group's next oldest then
+// joins), until none is left.
 void Simulator::scan_candidates(Shadow& s) {
   auto can = [&](int32_t j) {
     return w_.procs[j] <= free_ && (w_.procs[j] <= s.extra || now_ + estimate(j) <= s.time);
   };
   candidates_.clear();
-  groups_->each_oldest([&](int32_t j) {
-    if (can(j)) candidates_.push_back(keyed(j));
-  });
-  for (;;) {
-    size_t best = candidates_.size();
-    for (size_t i = 0; i < candidates_.size(); ++i)
-      if (can(candidates_[i].second) &&
-          (best == candidates_.size() || before(candidates_[i], candidates_[best])))
-        best = i;
-    if (best == candidates_.size()) return;
+  groups_->each_oldest_fitting(free_, s.extra, now_, s.time,
+                               [&](int32_t j) { candidates_.push_back(keyed(j)); });
+  while (!candidates_.empty()) {
+    size_t best = 0;  // the first in policy order of those kept so far
+    for (size_t i = 0; i < candidates_.size();) {
+      if (!can(candidates_[i].second)) {  // nor later in this scan: it leaves the candidates
+        candidates_[i] = candidates_.back();
+        candidates_.pop_back();
+        continue;
+      }
+      if (i > 0 && before(candidates_[i], candidates_[best])) best = i;
+      ++i;
+    }
+    if (candidates_.empty()) return;
     const int32_t j = candidates_[best].second;
     admit(j, s);  // it passes: this takes its procs from extra where it runs past S
     start(j);
@@ -85,32 +87,22 @@ void Simulator::scan_candidates(Shadow& s) {
   }
 }
 
-// With predicted estimates, which change while jobs wait, the queue itself (passing over the
-// jobs that left it, rather than compacting it at every scan).
+// With predicted estimates, which change while jobs wait, no index of them. Free procs only
+// fall during a scan: only the jobs that fit now matter, taken in rank order from the index
+// (FCFS, SJF, F1) or from the queue and sorted.
 void Simulator::scan_queue(Shadow& s) {
-  if (policy_ != Policy::kFcfs) {
-    // Free procs only fall during a scan: only the jobs that fit now matter.
-    std::vector<int32_t> order;
-    for (int32_t j : queue_)
-      if (w_.procs[j] <= free_ && !left(j)) order.push_back(j);
-    sort_by_policy(order);
-    for (int32_t j : order)
-      if (w_.procs[j] <= free_ && admit(j, s)) start(j);
+  if (static_order()) {
+    for (size_t r = index_->fitting_from(0, free_); r < index_->size();
+         r = index_->fitting_from(r + 1, free_))
+      if (const int32_t j = index_->at(r); admit(j, s)) start(j);
     return;
   }
-  // FCFS order is queue order: scan the queue itself, and stop once no job left in it can
-  // fit (`fitting` never undercounts the unvisited jobs that need at most free procs).
-  int32_t fitting = waiting_fitting();
-  for (size_t i = 0; i < queue_.size() && fitting > 0; ++i) {
-    int32_t j = queue_[i];
-    if (w_.procs[j] > free_ || left(j)) continue;
-    if (admit(j, s)) {
-      start(j);
-      fitting = waiting_fitting();
-    } else {
-      --fitting;
-    }
-  }
+  std::vector<int32_t> order;
+  for (int32_t j : queue_)
+    if (w_.procs[j] <= free_ && !left(j)) order.push_back(j);
+  sort_by_policy(order);
+  for (int32_t j : order)
+    if (w_.procs[j] <= free_ && admit(j, s)) start(j);
 }
 
 }  // namespace ddppo

@@ -49,7 +49,8 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   if (policy_ == Policy::kSjbf || estimate_ == Estimate::kPredicted)
     predictions_.emplace(w_, begin_, end_, estimate_ == Estimate::kPredicted);
   if (static_order())
-    index_.emplace(w_.procs, begin_, end_, policy_ == Policy::kFcfs ? nullptr : cached_.data());
+    index_.emplace(w_.procs, w_.requested_time, begin_, end_,
+                   policy_ == Policy::kFcfs ? nullptr : cached_.data(), index_scans());
   else
     groups_.emplace(policy_ == Policy::kSjbf ? w_.user : nullptr, w_.procs, w_.requested_time,
                     begin_, end_);
@@ -205,7 +206,7 @@ void Simulator::apply_events() {
     const int32_t j = static_cast<int32_t>(next_arrival_);
     queue_.push_back(j);
     waiting_count_add(w_.procs[j], 1);
-    if (index_) index_->add(j, w_.requested_time[j]);
+    if (index_) index_->add(j);
     if (groups_) groups_->add(j);
   }
   if (predictions_) predictions_->advance(now_);
@@ -262,18 +263,6 @@ void Simulator::settle(std::vector<Keyed>::iterator first,
                        std::vector<Keyed>::iterator last) const {
   for (auto it = first; it != last; ++it) it->first = priority(it->second);
   std::sort(first, last);
-}
-
-// Whether keyed job a comes before b in policy order: by the score where the keys are close.
-bool Simulator::before(const Keyed& a, const Keyed& b) const {
-  if (close_keys(a.first, b.first))
-    return std::make_pair(priority(a.second), a.second) <
-           std::make_pair(priority(b.second), b.second);
-  return a < b;
-}
-
-Simulator::Keyed Simulator::keyed(int32_t job) const {
-  return {policy_ == Policy::kWfp3 ? -wfp3_product(job) : priority(job), job};
 }
 
 int32_t Simulator::pick_wfp3() const {

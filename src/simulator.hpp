@@ -110,6 +110,13 @@ class Simulator {
   bool static_order() const {
     return policy_ == Policy::kFcfs || policy_ == Policy::kSjf || policy_ == Policy::kF1;
   }
+  // The scans that use index_: EASY's and conservative's on requests, but not an agent's.
+  WaitingIndex::Scans index_scans() const {
+    if (agent_backfill_ || estimate_ == Estimate::kPredicted) return WaitingIndex::Scans::kNone;
+    if (backfill_ == Backfill::kEasy) return WaitingIndex::Scans::kEasy;
+    if (backfill_ == Backfill::kConservative) return WaitingIndex::Scans::kConservative;
+    return WaitingIndex::Scans::kNone;
+  }
   void conservative_scan();
   struct RankedOrder;
   struct IndexOrder;
@@ -122,8 +129,17 @@ class Simulator {
   bool hopeful(int32_t job) const { return hopeful_[job - begin_] == scan_; }
   double priority(int32_t job) const;
   using Keyed = std::pair<double, int32_t>;  // (rank key, job)
-  Keyed keyed(int32_t job) const;
-  bool before(const Keyed& a, const Keyed& b) const;
+  // Inline: an EASY scan keys and compares every candidate (scan_candidates).
+  Keyed keyed(int32_t job) const {
+    return {policy_ == Policy::kWfp3 ? -wfp3_product(job) : priority(job), job};
+  }
+  // Whether keyed job a comes before b in policy order: by the score where the keys are close.
+  bool before(const Keyed& a, const Keyed& b) const {
+    if (close_keys(a.first, b.first))
+      return std::make_pair(priority(a.second), a.second) <
+             std::make_pair(priority(b.second), b.second);
+    return a < b;
+  }
   bool close_keys(double x, double y) const {
     return policy_ == Policy::kWfp3 &&
            std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));

@@ -12,33 +12,52 @@
 
 namespace ddppo {
 
-// Values over slots 0 .. n-1 (+infinity where unset) and the first slot at or after k whose
-// value passes a test that, when it passes a value, passes every smaller one.
+// Values over slots 0 .. n-1 (kUnset, the largest value, where unset) and the first slot at
+// or after k whose value passes a test that, when it passes a value, passes every smaller one.
+template <typename T>
 class MinTree {
  public:
   explicit MinTree(size_t n = 0) : n_(n), leaves_(1) {
     while (leaves_ < n) leaves_ *= 2;
     tree_.assign(2 * leaves_, kUnset);
   }
-  static constexpr double kUnset = std::numeric_limits<double>::infinity();
-  void set(size_t slot, double value) {
+  static constexpr T kUnset = std::numeric_limits<T>::has_infinity
+                                  ? std::numeric_limits<T>::infinity()
+                                  : std::numeric_limits<T>::max();
+  // The smallest value set, kUnset if none.
+  T min() const { return tree_[1]; }
+  // Stops where a node's minimum stays as it was: above it nothing changes. A lower value
+  // needs no sibling: each node's minimum becomes the lesser of it and the value.
+  void set(size_t slot, T value) {
     size_t i = slot + leaves_;
+    const bool lower = value <= tree_[i];
     tree_[i] = value;
-    for (i /= 2; i > 0; i /= 2) tree_[i] = std::min(tree_[2 * i], tree_[2 * i + 1]);
+    if (lower) {
+      for (i /= 2; i > 0 && value < tree_[i]; i /= 2) tree_[i] = value;
+      return;
+    }
+    for (i /= 2; i > 0; i /= 2) {
+      const T low = std::min(tree_[2 * i], tree_[2 * i + 1]);
+      if (tree_[i] == low) return;
+      tree_[i] = low;
+    }
   }
   // n when no slot passes; `passes` must reject kUnset.
   template <typename Test>
   size_t first_from(size_t k, Test passes) const {
     if (k >= n_) return n_;
     size_t i = k + leaves_;
-    if (!passes(tree_[i])) {
+    if (k == 0) {
+      if (!passes(tree_[1])) return n_;
+      i = 1;  // one descent from the root
+    } else if (!passes(tree_[i])) {
       do {
         while (i & 1) i /= 2;  // a right child (or the root): its right neighbours are higher
         if (i == 0) return n_;
         ++i;
       } while (!passes(tree_[i]));
-      while (i < leaves_) i = passes(tree_[2 * i]) ? 2 * i : 2 * i + 1;
     }
+    while (i < leaves_) i = passes(tree_[2 * i]) ? 2 * i : 2 * i + 1;
     return i - leaves_;
   }
   // The last slot before k whose value passes, n when none does.
@@ -59,78 +78,74 @@ class MinTree {
 
  private:
   size_t n_, leaves_;
-  std::vector<double> tree_;
+  std::vector<T> tree_;
 };
 
-// The waiting jobs of an order whose keys never change (FCFS, SJF, F1), by size (procs);
-// within a size, a min-tree over the jobs in rank order holds each waiting job's request.
+// The waiting jobs of an order whose keys never change (FCFS, SJF, F1). A tree over their
+// ranks holds each waiting job's procs: the pick, and the jobs an EASY scan may start in the
+// extra procs. The others it may start must end by the shadow time: they are among the size
+// classes between the extra and the free procs (per size, a tree over its jobs in rank order
+// holds their requests) and among the requests that end by the shadow time (per request, a
+// tree over its jobs holds their procs); a scan searches whichever classes are fewer. The
+// request classes are kept only where there are fewer requests than sizes overall (a
+// synthetic store has ~1,000 sizes and 10 requests; LANL-CM5 6 sizes and 1,521 requests).
+// Conservative scans search the size classes.
 class WaitingIndex {
  public:
+  // The classes each kind of scan needs; picks need none.
+  enum class Scans { kNone, kEasy, kConservative };
   // Jobs begin .. end-1 ranked by (keys[j - begin], j); FCFS (rank = index) without keys.
-  WaitingIndex(const int32_t* procs, size_t begin, size_t end, const double* keys)
-      : begin_(begin),
+  WaitingIndex(const int32_t* procs, const double* request, size_t begin, size_t end,
+               const double* keys, Scans scans)
+      : procs_(procs),
+        request_(request),
+        begin_(begin),
         by_rank_(end - begin),
         rank_(end - begin),
-        class_(end - begin),
-        slot_(end - begin),
         waiting_(end - begin) {
     std::iota(by_rank_.begin(), by_rank_.end(), static_cast<int32_t>(begin));
     if (keys)
       std::stable_sort(by_rank_.begin(), by_rank_.end(),
                        [&](int32_t a, int32_t b) { return keys[a - begin] < keys[b - begin]; });
-    std::vector<int32_t> sizes(procs + begin, procs + end);
-    std::sort(sizes.begin(), sizes.end());
-    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-    classes_.resize(sizes.size());
-    for (size_t c = 0; c < sizes.size(); ++c) classes_[c].procs = sizes[c];
-    for (size_t r = 0; r < by_rank_.size(); ++r) {
-      const size_t j = by_rank_[r] - begin;
-      rank_[j] = static_cast<int32_t>(r);
-      class_[j] = static_cast<int32_t>(
-          std::lower_bound(sizes.begin(), sizes.end(), procs[by_rank_[r]]) - sizes.begin());
-      std::vector<int32_t>& jobs = classes_[class_[j]].jobs;
-      slot_[j] = static_cast<int32_t>(jobs.size());
-      jobs.push_back(by_rank_[r]);
-    }
-    for (Class& c : classes_) c.estimates = MinTree(c.jobs.size());
+    for (size_t r = 0; r < by_rank_.size(); ++r)
+      rank_[by_rank_[r] - begin] = static_cast<int32_t>(r);
+    const size_t any = std::numeric_limits<size_t>::max();
+    if (scans != Scans::kNone) sizes_.build(procs, by_rank_, begin, any);
+    // With as many requests as sizes (the logs), the sizes are the fewer classes to search.
+    if (scans == Scans::kEasy) requests_.build(request, by_rank_, begin, sizes_.keys.size() - 1);
   }
 
-  // Job j waits; EASY compares now + `estimate` with the shadow time.
-  void add(int32_t j, double estimate) {
-    classes_[class_[j - begin_]].estimates.set(slot_[j - begin_], estimate);
-    waiting_.set(rank_[j - begin_], 0);
+  void add(int32_t j) {
+    waiting_.set(rank(j), procs_[j]);
+    sizes_.set(j, begin_, request_[j]);
+    requests_.set(j, begin_, procs_[j]);
   }
   void remove(int32_t j) {
-    classes_[class_[j - begin_]].estimates.set(slot_[j - begin_], MinTree::kUnset);
-    waiting_.set(rank_[j - begin_], MinTree::kUnset);
+    waiting_.set(rank(j), MinTree<int32_t>::kUnset);
+    sizes_.set(j, begin_, MinTree<double>::kUnset);
+    requests_.set(j, begin_, MinTree<int32_t>::kUnset);
   }
   // The waiting job of lowest rank, -1 if none.
-  int32_t first() const {
-    size_t r = waiting_.first_from(0, [](double v) { return v < MinTree::kUnset; });
-    return r < by_rank_.size() ? by_rank_[r] : -1;
-  }
+  int32_t first() const { return job_at(waiting_from(0)); }
 
-  // An EASY scan visits candidates in rank order: begin_scan(), then next() until it gives -1,
-  // and passed(j) after each job it gives, started or not.
-  void begin_scan() {
-    for (Class& c : classes_) c.from = 0;
+  // For an EASY scan (Scans::kEasy): the waiting job of lowest rank with procs <= free and
+  // either procs <= extra or now + request <= shadow; -1 if none.
+  int32_t next(int32_t free, int32_t extra, double now, double shadow) const {
+    const int32_t anyway = std::min(free, extra);
+    size_t best = fitting_from(0, anyway);
+    const size_t lo = sizes_.classes_to(anyway), hi = sizes_.classes_to(free);
+    if (lo >= hi) return job_at(best);
+    auto ends_by = [&](double v) { return v < MinTree<double>::kUnset && now + v <= shadow; };
+    const size_t ending =
+        std::partition_point(requests_.keys.begin(), requests_.keys.end(), ends_by) -
+        requests_.keys.begin();
+    auto fits = [&](int32_t p) { return p <= free; };
+    if (requests_.keys.empty() || hi - lo <= ending)
+      for (size_t c = lo; c < hi; ++c) best = std::min(best, first_rank(sizes_, c, ends_by));
+    else
+      for (size_t c = 0; c < ending; ++c) best = std::min(best, first_rank(requests_, c, fits));
+    return job_at(best);
   }
-  // The waiting job of lowest rank, past those passed in this scan, with procs <= free and
-  // either procs <= extra or now + estimate <= shadow.
-  int32_t next(int32_t free, int32_t extra, double now, double shadow) {
-    int32_t best = -1;
-    for (Class& c : classes_) {
-      if (c.procs > free) break;
-      size_t s = c.procs <= extra
-                     ? c.estimates.first_from(c.from, [](double v) { return v < MinTree::kUnset; })
-                     : c.estimates.first_from(c.from, [&](double v) { return now + v <= shadow; });
-      c.from = s;
-      if (s < c.jobs.size() && (best < 0 || rank_[c.jobs[s] - begin_] < rank_[best - begin_]))
-        best = c.jobs[s];
-    }
-    return best;
-  }
-  void passed(int32_t j) { classes_[class_[j - begin_]].from = slot_[j - begin_] + 1; }
 
   // A conservative scan walks the waiting jobs by rank: rank r's job, the first rank at or
   // after r that waits (size() if none).
@@ -138,36 +153,83 @@ class WaitingIndex {
   int32_t at(size_t r) const { return by_rank_[r]; }
   size_t rank(int32_t j) const { return rank_[j - begin_]; }
   size_t waiting_from(size_t r) const {
-    return waiting_.first_from(r, [](double v) { return v < MinTree::kUnset; });
+    return waiting_.first_from(r, [](int32_t p) { return p < MinTree<int32_t>::kUnset; });
   }
-  // The waiting job of highest rank below `below` with procs <= free and
-  // now + estimate <= until(procs), where until falls as procs rise; -1 if none.
+  // The first rank at or after r whose job waits and needs at most `free` procs (size() if
+  // none).
+  size_t fitting_from(size_t r, int32_t free) const {
+    return waiting_.first_from(r, [&](int32_t p) { return p <= free; });
+  }
+  // For a conservative scan (Scans::kConservative): the waiting job of highest rank below
+  // `below` with procs <= free and now + request <= until(procs), where until falls as procs
+  // rise; -1 if none.
   template <typename Until>
   int32_t last_fitting(size_t below, int32_t free, double now, Until until) const {
     int32_t best = -1;
-    for (const Class& c : classes_) {
-      if (c.procs > free) break;
-      const double by = until(c.procs);
-      auto bound = std::lower_bound(c.jobs.begin(), c.jobs.end(), below,
+    for (size_t c = 0, fitting = sizes_.classes_to(free); c < fitting; ++c) {
+      const double by = until(sizes_.keys[c]);
+      const std::vector<int32_t>& jobs = sizes_.jobs[c];
+      auto bound = std::lower_bound(jobs.begin(), jobs.end(), below,
                                     [&](int32_t j, size_t r) { return rank(j) < r; });
-      size_t s = c.estimates.last_before(
-          bound - c.jobs.begin(), [&](double v) { return v < MinTree::kUnset && now + v <= by; });
-      if (s < c.jobs.size() && (best < 0 || rank(c.jobs[s]) > rank(best))) best = c.jobs[s];
+      size_t s = sizes_.trees[c].last_before(bound - jobs.begin(), [&](double v) {
+        return v < MinTree<double>::kUnset && now + v <= by;
+      });
+      if (s < jobs.size() && (best < 0 || rank(jobs[s]) > rank(best))) best = jobs[s];
     }
     return best;
   }
 
  private:
-  struct Class {
-    int32_t procs = 0;
-    std::vector<int32_t> jobs;  // in rank order
-    MinTree estimates;          // per slot of jobs: the waiting job's estimate
-    size_t from = 0;            // the scan's next slot to look at
+  // The jobs by a key in classes of equal key, each class's jobs in rank order with a tree
+  // over them that holds a value for each waiting one; empty unless built.
+  template <typename Key, typename Value>
+  struct Classes {
+    std::vector<Key> keys;                   // per class, ascending
+    std::vector<std::vector<int32_t>> jobs;  // per class, in rank order
+    std::vector<MinTree<Value>> trees;       // per class, per slot of its jobs
+    std::vector<int32_t> class_, slot_;      // per job of the window
+
+    // Left empty with more than `most` classes.
+    void build(const Key* key, const std::vector<int32_t>& by_rank, size_t begin, size_t most) {
+      for (int32_t j : by_rank) keys.push_back(key[j]);
+      std::sort(keys.begin(), keys.end());
+      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+      if (keys.size() > most) return keys.clear();
+      jobs.resize(keys.size());
+      class_.resize(by_rank.size());
+      slot_.resize(by_rank.size());
+      for (int32_t j : by_rank) {
+        const size_t c = std::lower_bound(keys.begin(), keys.end(), key[j]) - keys.begin();
+        class_[j - begin] = static_cast<int32_t>(c);
+        slot_[j - begin] = static_cast<int32_t>(jobs[c].size());
+        jobs[c].push_back(j);
+      }
+      for (const std::vector<int32_t>& in : jobs) trees.emplace_back(in.size());
+    }
+    void set(int32_t j, size_t begin, Value v) {
+      if (!keys.empty()) trees[class_[j - begin]].set(slot_[j - begin], v);
+    }
+    // How many classes have a key <= k.
+    size_t classes_to(Key k) const {
+      return std::upper_bound(keys.begin(), keys.end(), k) - keys.begin();
+    }
   };
+  // The lowest rank in class c whose value passes, size() if none.
+  template <typename Key, typename Value, typename Test>
+  size_t first_rank(const Classes<Key, Value>& in, size_t c, Test passes) const {
+    const MinTree<Value>& tree = in.trees[c];
+    if (!passes(tree.min())) return size();
+    return rank(in.jobs[c][tree.first_from(0, passes)]);
+  }
+  int32_t job_at(size_t r) const { return r < size() ? by_rank_[r] : -1; }
+
+  const int32_t* procs_;
+  const double* request_;
   size_t begin_ = 0;
-  std::vector<int32_t> by_rank_, rank_, class_, slot_;  // per rank; per job of the window
-  MinTree waiting_;                                     // per rank: 0 while the job waits
-  std::vector<Class> classes_;                          // by procs
+  std::vector<int32_t> by_rank_, rank_;  // per rank; per job of the window
+  MinTree<int32_t> waiting_;             // per rank: the procs of a waiting job
+  Classes<int32_t, double> sizes_;       // by procs: requests
+  Classes<double, int32_t> requests_;    // by request: procs
 };
 
 // The waiting jobs in groups of equal (user, procs, request), the user only for SJBF: in a
@@ -192,6 +254,21 @@ class WaitingGroups {
       slot_[order[i] - begin] = static_cast<int32_t>(groups_.back().jobs.size());
       groups_.back().jobs.push_back(order[i]);
     }
+    by_size_.resize(groups_.size());
+    std::iota(by_size_.begin(), by_size_.end(), 0);
+    auto size_key = [&](int32_t g) {
+      const int32_t j = groups_[g].jobs[0];
+      return std::make_pair(procs[j], request[j]);
+    };
+    std::stable_sort(by_size_.begin(), by_size_.end(),
+                     [&](int32_t a, int32_t b) { return size_key(a) < size_key(b); });
+    for (size_t k = 0; k < by_size_.size(); ++k) {
+      groups_[by_size_[k]].by_size_at = k;
+      sizes_.push_back(procs[groups_[by_size_[k]].jobs[0]]);
+      requests_.push_back(request[groups_[by_size_[k]].jobs[0]]);
+    }
+    live_bits_.resize((groups_.size() + 63) / 64);
+    oldest_.resize(groups_.size());
   }
   // Jobs are added in index order.
   void add(int32_t j) {
@@ -201,13 +278,19 @@ class WaitingGroups {
     if (g.waiting++ == 0) {
       g.live_at = live_.size();
       live_.push_back(group_[j - begin_]);
+      live_bits_[g.by_size_at / 64] |= uint64_t{1} << (g.by_size_at % 64);
+      oldest_[g.by_size_at] = j;
     }
   }
   void remove(int32_t j) {
     if (!waits_[j - begin_]) return;
     waits_[j - begin_] = 0;
     Group& g = groups_[group_[j - begin_]];
-    if (--g.waiting > 0) return;
+    if (--g.waiting > 0) {
+      if (oldest_[g.by_size_at] == j) oldest_[g.by_size_at] = oldest(g);
+      return;
+    }
+    live_bits_[g.by_size_at / 64] &= ~(uint64_t{1} << (g.by_size_at % 64));
     groups_[live_.back()].live_at = g.live_at;
     live_[g.live_at] = live_.back();
     live_.pop_back();
@@ -215,19 +298,36 @@ class WaitingGroups {
   // Calls visit(j) for the oldest waiting job of every group that has one.
   template <typename Visit>
   void each_oldest(Visit visit) const {
-    for (int32_t id : live_) visit(oldest(groups_[id]));
+    for (int32_t id : live_) visit(oldest_[groups_[id].by_size_at]);
+  }
+  // Calls visit(j) for the oldest waiting job of every group whose jobs an EASY scan may
+  // start: procs <= free and either procs <= extra or now + request <= shadow. By (procs,
+  // request), these groups are among the first groups_to(free), and those up to the extra
+  // procs pass: a walk of the live groups' bits there finds them.
+  template <typename Visit>
+  void each_oldest_fitting(int32_t free, int32_t extra, double now, double shadow,
+                           Visit visit) const {
+    const size_t anyway = groups_to(std::min(free, extra)), fitting = groups_to(free);
+    for (size_t word = 0; 64 * word < fitting; ++word) {
+      uint64_t bits = live_bits_[word];
+      if (64 * word + 64 > fitting) bits &= (uint64_t{1} << (fitting - 64 * word)) - 1;
+      for (; bits; bits &= bits - 1) {
+        const size_t k = 64 * word + __builtin_ctzll(bits);
+        if (k < anyway || now + requests_[k] <= shadow) visit(oldest_[k]);
+      }
+    }
   }
   // The oldest waiting job of j's group, -1 if none.
   int32_t oldest_beside(int32_t j) const {
     const Group& g = groups_[group_[j - begin_]];
-    return g.waiting > 0 ? oldest(g) : -1;
+    return g.waiting > 0 ? oldest_[g.by_size_at] : -1;
   }
   // A conservative scan walks each group from its oldest waiting job: the group's id, its
   // oldest waiting job (-1 if none), and the next waiting job after j in j's group (-1 if none).
   size_t size() const { return groups_.size(); }
   size_t group(int32_t j) const { return group_[j - begin_]; }
   int32_t oldest_of(size_t group) const {
-    return groups_[group].waiting > 0 ? oldest(groups_[group]) : -1;
+    return groups_[group].waiting > 0 ? oldest_[groups_[group].by_size_at] : -1;
   }
   int32_t next_beside(int32_t j) const {
     const Group& g = groups_[group_[j - begin_]];
@@ -239,12 +339,18 @@ class WaitingGroups {
  private:
   struct Group {
     std::vector<int32_t> jobs;  // in index order
-    mutable size_t first = 0;   // no job before it waits (none comes back)
+    size_t first = 0;           // no job before it waits (none comes back)
     size_t added = 0;           // jobs[0, added) have arrived
     int32_t waiting = 0;
-    size_t live_at = 0;  // its position in live_ while it has waiting jobs
+    size_t live_at = 0;     // its position in live_ while it has waiting jobs
+    size_t by_size_at = 0;  // its position in by_size_
   };
-  int32_t oldest(const Group& g) const {
+  // How many groups have procs <= p.
+  size_t groups_to(int32_t p) const {
+    return std::upper_bound(sizes_.begin(), sizes_.end(), p) - sizes_.begin();
+  }
+  // The group's oldest waiting job, found when the one before leaves.
+  int32_t oldest(Group& g) {
     while (!waits_[g.jobs[g.first] - begin_]) ++g.first;
     return g.jobs[g.first];
   }
@@ -253,6 +359,11 @@ class WaitingGroups {
   std::vector<char> waits_;            // per job of the window
   std::vector<Group> groups_;
   std::vector<int32_t> live_;  // the groups with waiting jobs
+  // The groups by (procs, request), their procs and requests, a bit for each that has
+  // waiting jobs and its oldest waiting job.
+  std::vector<int32_t> by_size_, sizes_, oldest_;
+  std::vector<double> requests_;
+  std::vector<uint64_t> live_bits_;
 };
 
 }  // namespace ddppo

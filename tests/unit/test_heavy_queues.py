@@ -57,6 +57,16 @@ def test_long_queues_equal_reference_conservative(policy, estimate, workload):
 
 
 @pytest.mark.parametrize("policy", POLICIES)
+@settings(max_examples=25, deadline=None)
+@given(workload=heavy_workloads(max_jobs=160, max_machine=64, max_sizes=12))
+def test_long_queues_of_many_sizes_equal_reference_easy(policy, workload):
+    """More sizes than requests: an EASY scan finds the jobs that end by the shadow time
+    among the requests as well as among the sizes (FCFS, SJF, F1), and the groups that may
+    start by (procs, request) (WFP3, UNICEP, SJBF)."""
+    check(*workload, policy, "easy", "request")
+
+
+@pytest.mark.parametrize("policy", POLICIES)
 @settings(max_examples=15, deadline=None)
 @given(workload=heavy_workloads(max_jobs=80, max_machine=64, max_sizes=12))
 def test_long_queues_of_many_sizes_equal_reference_conservative(policy, workload):
