@@ -337,7 +337,6 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'ppo.imitation_updates' must be at least 0")
     if config.run.eval_jobs < 0:
         raise ConfigError("'run.eval_jobs' must be at least 0 (0: env.window_jobs)")
-
     if config.dist.slow_factor < 1:
         raise ConfigError("'dist.slow_factor' must be at least 1")
     if not 0 < config.dist.sync_frac <= 1 or not 0 < config.dist.min_rollout_frac <= 1:

@@ -241,9 +241,8 @@ class Trainer:
             parts = [part_trace(s, data, "validation")[0] for s in sources(data)]
             self.validation = [at_load(t, f) for t in parts for f in data.load_scale]
         policy = copy.deepcopy(self.policy).cpu()
-        scores = []
+        scores, jobs = [], run.eval_jobs or env.window_jobs
         for trace in self.validation:
-            jobs = run.eval_jobs or env.window_jobs
             windows = protocol_windows(len(trace), 0, run.eval_windows, jobs)
             runs = run_policy(policy, trace, dict(enumerate(windows)), env, env.backfill)
             scores.append(np.mean([metrics["avg_bsld"] for _, _, metrics in runs]))
