@@ -281,9 +281,7 @@ def versus(mine: np.ndarray, results, rule: tuple) -> dict:
 
 
 def ratio_text(vs: dict) -> str:
-    if vs["low"] is None:
-        return f"{vs['ratio']:.3f} [n/a: one window, nothing to resample]"
-    return f"{vs['ratio']:.3f} [{vs['low']:.3f}, {vs['high']:.3f}]"
+    return f"{vs['ratio']:.3f} {interval(vs)}"
 
 
 def rule_label(rule: tuple) -> str:
@@ -371,7 +369,7 @@ def summary_cells(row: dict) -> list[str]:
     cells += [f"{oracle['ratio']:.3f}", interval(oracle), verdict(oracle)]
     for name in HONEST:
         vs = row["vs"][name]
-        cells += [rule_label(vs["rule"]), f"{vs['ratio']:.3f} {interval(vs)}"]
+        cells += [rule_label(vs["rule"]), ratio_text(vs)]
     return cells
 
 
