@@ -105,8 +105,9 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
   if (user_index.shape(0) != w.size || group_index.shape(0) != w.size)
     throw std::invalid_argument("user and group indices differ in length from the jobs");
   ddppo::Accounts accounts{user_index.data(), users, group_index.data(), groups};
-  if (teacher != "backfill_order" && teacher != "best")
-    throw std::invalid_argument("unknown teacher '" + teacher + "' (backfill_order, best)");
+  if (teacher != "backfill_order" && teacher != "best" && teacher != "rollout")
+    throw std::invalid_argument("unknown teacher '" + teacher +
+                                "' (backfill_order, best, rollout)");
   const bool fixed_baseline = baseline != "none" && baseline != "best";
   ddppo::EnvConfig config{
       machine_procs,
@@ -118,7 +119,9 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
       ddppo::parse_estimate(estimate),
       fixed_baseline ? std::optional(ddppo::parse_policy(baseline)) : std::nullopt,
       baseline == "best",
-      teacher == "best",
+      teacher == "best"      ? ddppo::Teacher::kBest
+      : teacher == "rollout" ? ddppo::Teacher::kRollout
+                             : ddppo::Teacher::kPolicy,
       dense,
       wait,
       history,

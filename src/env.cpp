@@ -54,7 +54,7 @@ void BatchEnv::start_window(Env& e, size_t begin) {
   e.teacher = config_.policy;
   e.best_bsld = std::numeric_limits<double>::quiet_NaN();
   e.baseline_bsld = std::numeric_limits<double>::quiet_NaN();
-  if (config_.teacher_best || config_.baseline_best) run_heuristics(e);
+  if (config_.teacher == Teacher::kBest || config_.baseline_best) run_heuristics(e);
   if (config_.baseline) {
     Simulator heuristic(w_, begin, begin + config_.window_jobs, config_.machine_procs,
                         *config_.baseline, config_.backfill, config_.estimate);
@@ -67,7 +67,7 @@ void BatchEnv::start_window(Env& e, size_t begin) {
 // Every heuristic order's run on the window as the simulator runs it (its own order for the
 // picks and the scans), with the environment's backfill and estimate: the one with the lowest
 // avg bsld (ties: the first of kHeuristics) is the window's best heuristic, the teacher with
-// `teacher_best` and the baseline with `baseline_best`.
+// `teacher: best` and the baseline with `baseline_best`.
 void BatchEnv::run_heuristics(Env& e) {
   double best_reward = 0;
   for (Policy p : kHeuristics) {
@@ -77,7 +77,7 @@ void BatchEnv::run_heuristics(Env& e) {
     if (p == kHeuristics[0] || m.avg_bsld < e.best_bsld)
       e.best = p, e.best_bsld = m.avg_bsld, best_reward = reward_of(m);
   }
-  if (config_.teacher_best) e.teacher = e.best;
+  if (config_.teacher == Teacher::kBest) e.teacher = e.best;
   if (config_.baseline_best) e.baseline_reward = best_reward, e.baseline_bsld = e.best_bsld;
 }
 
@@ -119,7 +119,7 @@ void BatchEnv::step(const int32_t* actions, Outputs out) {
   }
 }
 
-void BatchEnv::act(Env& e, int32_t action) {
+void BatchEnv::act(Env& e, int32_t action) const {
   Simulator& s = *e.sim;
   const size_t visible = std::min(config_.max_queue, s.waiting().size());
   const bool job_slot = action >= 0 && static_cast<size_t>(action) < visible;
@@ -341,7 +341,7 @@ void BatchEnv::record_start(History& h, int32_t job, double start) const {
 // when more started (backfilling), a scan of `shown`, the only cost that grows with the
 // queue. At a backfill decision the picked job may be committed: it leaves the waiting jobs
 // now and starts at a later step.
-void BatchEnv::track(Env& e, int32_t picked) {
+void BatchEnv::track(Env& e, int32_t picked) const {
   const Simulator& s = *e.sim;
   if (s.done()) return;
   History& h = e.history;
@@ -454,10 +454,9 @@ void BatchEnv::write_ranks(Env& e, Policy p, float* jobs, size_t column) const {
         static_cast<float>(r) / static_cast<float>(config_.max_queue);
 }
 
-// The episode's teacher's pick among the visible jobs when it is not `policy` (whose pick the
-// simulator gives): its lowest score, ties in queue order; at a backfill decision, among the
-// allowed jobs (there always is one: skip_hidden_backfills).
-int32_t BatchEnv::teacher_action(const Env& e) const {
+// Policy p's pick among the visible jobs: its lowest score, ties in queue order; at a
+// backfill decision, among the allowed jobs (there always is one: skip_hidden_backfills).
+int32_t BatchEnv::lowest_position(const Env& e, Policy p) const {
   const Simulator& s = *e.sim;
   const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(config_.max_queue, queue.size());
@@ -465,19 +464,52 @@ int32_t BatchEnv::teacher_action(const Env& e) const {
   double lowest = std::numeric_limits<double>::infinity();
   for (size_t k = 0; k < visible; ++k) {
     if (s.backfilling() && !s.backfill_allows(queue[k])) continue;
-    if (const double x = score_at(e, e.teacher, queue[k]); x < lowest)
+    if (const double x = score_at(e, p, queue[k]); x < lowest)
       lowest = x, best = static_cast<int32_t>(k);
   }
   return best;
+}
+
+// The rollout teacher (docs/environment.md, "The rollout teacher"): of the visible jobs some
+// heuristic order picks now, the one after which some order, followed to the window's end,
+// gives the lowest avg bsld (ties: the first pick, then order, of kHeuristics); no rollout
+// when every order picks the same job.
+int32_t BatchEnv::rollout_action(const Env& e) const {
+  std::array<int32_t, kHeuristics.size()> picks{};
+  size_t n = 0;
+  for (Policy p : kHeuristics)
+    if (const int32_t k = lowest_position(e, p);
+        std::find(picks.begin(), picks.begin() + n, k) == picks.begin() + n)
+      picks[n++] = k;
+  int32_t best = picks[0];
+  double lowest = std::numeric_limits<double>::infinity();
+  for (size_t c = 0; n > 1 && c < n; ++c)
+    for (Policy p : kHeuristics)
+      if (const double bsld = rollout_bsld(e, p, picks[c]); bsld < lowest)
+        lowest = bsld, best = picks[c];
+  return best;
+}
+
+// The window's avg bsld if the environment takes `action` now and order p's picks after it
+// (lowest_position, as its teacher would give them), on the jobs' true runtimes.
+double BatchEnv::rollout_bsld(const Env& e, Policy p, int32_t action) const {
+  Env rollout = e;
+  act(rollout, action);
+  while (!rollout.sim->done()) act(rollout, lowest_position(rollout, p));
+  return compute_metrics(w_, e.begin, rollout.sim->start_times(), config_.machine_procs).avg_bsld;
 }
 
 void BatchEnv::heuristic_actions(int32_t* actions) const {
   for (size_t i = 0; i < envs_.size(); ++i) {
     const Env& e = envs_[i];
     const Simulator& s = *e.sim;
-    actions[i] = e.teacher == config_.policy ? static_cast<int32_t>(s.heuristic_position(
-                                                   std::min(config_.max_queue, s.waiting().size())))
-                                             : teacher_action(e);
+    if (config_.teacher == Teacher::kRollout)
+      actions[i] = rollout_action(e);
+    else if (e.teacher == config_.policy)
+      actions[i] = static_cast<int32_t>(
+          s.heuristic_position(std::min(config_.max_queue, s.waiting().size())));
+    else
+      actions[i] = lowest_position(e, e.teacher);
   }
 }
 

@@ -44,6 +44,8 @@ constexpr std::array<Policy, kRankJobFeatures> kRankedPolicies = {Policy::kSjf, 
 // Every heuristic order, in the order that breaks ties between equal runs (`best`).
 constexpr std::array<Policy, 6> kHeuristics = {Policy::kFcfs,   Policy::kSjf, Policy::kWfp3,
                                                Policy::kUnicep, Policy::kF1,  Policy::kSjbf};
+// Whose picks heuristic_actions() gives (docs/environment.md, "Teachers").
+enum class Teacher { kPolicy, kBest, kRollout };
 constexpr size_t kSizeClasses = 4;        // procs <= 1/8, 1/4, 1/2 of the machine, larger
 constexpr double kTimeScale = 12 * 3600;  // waits, requests and work are in units of 12 h
 constexpr double kLogDecades = 6;         // log10 features: 10^6 s (11.6 days) maps to 1
@@ -64,8 +66,8 @@ struct EnvConfig {
   // The reward is relative to the best heuristic's on the window: of every heuristic order's
   // run there, the one with the lowest avg bsld (docs/environment.md, "Best heuristic").
   bool baseline_best = false;
-  // heuristic_actions() follows the best heuristic of the window, not `policy`.
-  bool teacher_best = false;
+  // heuristic_actions() follows `policy`, the best heuristic of the window, or rollouts.
+  Teacher teacher = Teacher::kPolicy;
   // bsld and wait only: each job's share of the reward comes at the step it starts
   // (episode sums unchanged), not all of it at the episode's end.
   bool dense = false;
@@ -124,9 +126,11 @@ class BatchEnv {
   // wait) picks slot 0; at a backfill decision, a slot the mask does not allow stops.
   void step(const int32_t* actions, Outputs out);
   // The teacher's pick among each environment's visible jobs; at a backfill decision, the job
-  // its scan would start next. The teacher is `policy`, or with `teacher_best` the episode's
-  // best heuristic.
+  // its scan would start next. The teacher is `policy`, the episode's best heuristic, or the
+  // rollout teacher (of the heuristics' picks, the one after which `policy` does best).
   void heuristic_actions(int32_t* actions) const;
+  // The heuristic heuristic_actions() follows in environment i's episode (the rollout
+  // teacher's: `policy`, its rollouts').
   Policy teacher(size_t i) const { return envs_.at(i).teacher; }
   // The best heuristic of environment i's last finished episode and its avg bsld (NaN when
   // neither `teacher_best` nor `baseline_best` runs the heuristics; (fcfs, NaN) before one).
@@ -187,12 +191,14 @@ class BatchEnv {
   void run_heuristics(Env& e);
   // The history is kept for its features, and for SJBF's EASY++ predictions (ranks, teacher).
   bool tracks_history() const {
-    return config_.history || config_.heuristic_ranks || config_.teacher_best;
+    return config_.history || config_.heuristic_ranks || config_.teacher != Teacher::kPolicy;
   }
   double score_at(const Env& e, Policy p, int32_t job) const;
   void write_ranks(Env& e, Policy p, float* jobs, size_t column) const;
-  int32_t teacher_action(const Env& e) const;
-  void act(Env& e, int32_t action);
+  int32_t lowest_position(const Env& e, Policy p) const;
+  int32_t rollout_action(const Env& e) const;
+  double rollout_bsld(const Env& e, Policy p, int32_t action) const;
+  void act(Env& e, int32_t action) const;
   float finish_episode(const Env& e, double* metrics) const;
   float dense_reward(Env& e) const;
   double reward_of(const Metrics& m) const;
@@ -201,7 +207,7 @@ class BatchEnv {
   void skip_hidden_backfills(Simulator& s) const;
   void observe_backfill(const Simulator& s, float* cluster) const;
   void start_history(Env& e);
-  void track(Env& e, int32_t picked);
+  void track(Env& e, int32_t picked) const;
   void queue_job(History& h, int32_t job, int32_t sign) const;
   void record_start(History& h, int32_t job, double start) const;
   size_t size_class(int32_t job) const;

@@ -82,7 +82,9 @@ class EnvConfig:
     heuristic_ranks: bool = False
     # whose picks ppo.imitation_updates copies: backfill_order (that heuristic's) | best (per
     # episode, the heuristic order with the lowest avg bsld on its window, as reward_baseline
-    # best finds it; docs/environment.md, "Best heuristic")
+    # best finds it; docs/environment.md, "Best heuristic") | rollout (per pick, of the
+    # heuristics' picks the one after which backfill_order does best on the window, simulated
+    # on the true runtimes; docs/environment.md, "The rollout teacher")
     teacher: str = "backfill_order"
 
 
@@ -205,7 +207,7 @@ CHOICES = {
     ("env", "backfill"): ("none", "easy", "conservative"),
     ("env", "reward"): ("bsld", "wait", "utilization", "fairshare"),
     ("env", "reward_baseline"): ("none", "fcfs", "sjf", "wfp3", "unicep", "f1", "best"),
-    ("env", "teacher"): ("backfill_order", "best"),
+    ("env", "teacher"): ("backfill_order", "best", "rollout"),
     ("env", "backfill_order"): ("fcfs", "sjf", "wfp3", "unicep", "f1"),
     ("env", "estimate"): ("request", "predicted"),
     ("policy", "name"): ("mlp", "attention", "gtrxl", "dual"),
