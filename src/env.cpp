@@ -265,9 +265,12 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   c[2] = static_cast<float>(std::min(static_cast<double>(queue.size()) / K, 1.0));
   if (S > K) observe_wait(e, jobs + K * F, mask + K);
   if (config_.history) observe_history(e, jobs, c);
+  const size_t ranks = kJobFeatures + (config_.history ? kHistoryJobFeatures : 0);
   if (config_.heuristic_ranks)
     for (size_t p = 0; p < kRankJobFeatures; ++p)
-      write_ranks(e, kRankedPolicies[p], jobs, F - kRankJobFeatures + p);
+      write_ranks(e, kRankedPolicies[p], jobs, ranks + p);
+  if (config_.fit_times)
+    write_fit_times(e, jobs, ranks + (config_.heuristic_ranks ? kRankJobFeatures : 0));
   if (config_.agent_backfill)
     observe_backfill(s, c + cluster_features() - kBackfillClusterFeatures);
 }
@@ -452,6 +455,27 @@ void BatchEnv::write_ranks(Env& e, Policy p, float* jobs, size_t column) const {
   for (size_t r = 0; r < visible; ++r)
     jobs[e.ranked[r].second * F + column] =
         static_cast<float>(r) / static_cast<float>(config_.max_queue);
+}
+
+// Writes into column `column` of each visible job's row how long until it fits (docs/
+// environment.md, "Fit times"): the running jobs free their procs at their estimated ends
+// (start + requested time), in that order; 0 where it fits now, log scale as feature 10.
+void BatchEnv::write_fit_times(Env& e, float* jobs, size_t column) const {
+  const Simulator& s = *e.sim;
+  const std::vector<Running>& running = s.running();
+  e.freed.clear();
+  int32_t free = s.free_procs();
+  for (const Running& r : running) e.freed.push_back(free += w_.procs[r.job]);
+  const std::vector<int32_t>& queue = s.waiting();
+  const size_t visible = std::min(config_.max_queue, queue.size()), F = job_features();
+  for (size_t k = 0; k < visible; ++k) {
+    const int32_t procs = w_.procs[queue[k]];
+    if (procs <= s.free_procs()) continue;
+    const size_t end = std::lower_bound(e.freed.begin(), e.freed.end(), procs) - e.freed.begin();
+    const double t = end < running.size() ? std::max(running[end].estimated_end - s.now(), 0.0)
+                                          : std::numeric_limits<double>::infinity();
+    jobs[k * F + column] = static_cast<float>(std::min(std::log10(1.0 + t) / kLogDecades, 1.0));
+  }
 }
 
 // Policy p's pick among the visible jobs: its lowest score, ties in queue order; at a

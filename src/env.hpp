@@ -41,6 +41,8 @@ constexpr size_t kBackfillClusterFeatures = 4;
 constexpr size_t kRankJobFeatures = 4;
 constexpr std::array<Policy, kRankJobFeatures> kRankedPolicies = {Policy::kSjf, Policy::kWfp3,
                                                                   Policy::kUnicep, Policy::kSjbf};
+// With `fit_times`: per job slot, how long until it fits (docs/environment.md, "Fit times").
+constexpr size_t kFitJobFeatures = 1;
 // Every heuristic order, in the order that breaks ties between equal runs (`best`).
 constexpr std::array<Policy, 6> kHeuristics = {Policy::kFcfs,   Policy::kSjf, Policy::kWfp3,
                                                Policy::kUnicep, Policy::kF1,  Policy::kSjbf};
@@ -81,6 +83,8 @@ struct EnvConfig {
   bool agent_backfill = false;
   // Adds each job's rank under SJF, WFP3, UNICEP and SJBF (after the history features).
   bool heuristic_ranks = false;
+  // Adds each job's time until it fits on the running jobs' requests (after the ranks).
+  bool fit_times = false;
 };
 
 // Per-job dense ids (0-based) of users and groups, for the multi-user features.
@@ -115,7 +119,7 @@ class BatchEnv {
   }
   size_t job_features() const {
     return kJobFeatures + (config_.history ? kHistoryJobFeatures : 0) +
-           (config_.heuristic_ranks ? kRankJobFeatures : 0);
+           (config_.heuristic_ranks ? kRankJobFeatures : 0) + (config_.fit_times ? kFitJobFeatures : 0);
   }
   size_t cluster_features() const {
     return kClusterFeatures + (config_.history ? kHistoryClusterFeatures : 0) +
@@ -184,6 +188,7 @@ class BatchEnv {
     std::vector<int32_t> running_procs;             // per user, scratch for the features
     std::vector<double> queued_work;                // per user, scratch
     std::vector<std::pair<double, size_t>> ranked;  // (score, slot), scratch
+    std::vector<int32_t> freed;                     // fit times' free procs per end, scratch
     History history;                                // with tracks_history() only
   };
   void start_episode(Env& e);
@@ -195,6 +200,7 @@ class BatchEnv {
   }
   double score_at(const Env& e, Policy p, int32_t job) const;
   void write_ranks(Env& e, Policy p, float* jobs, size_t column) const;
+  void write_fit_times(Env& e, float* jobs, size_t column) const;
   int32_t lowest_position(const Env& e, Policy p) const;
   int32_t rollout_action(const Env& e) const;
   double rollout_bsld(const Env& e, Policy p, int32_t action) const;

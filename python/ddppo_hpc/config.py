@@ -80,6 +80,9 @@ class EnvConfig:
     # SJBF (EASY++ predictions), as feature 12 does under F1 (docs/environment.md, "Heuristic
     # ranks"). Off: the observation of before
     heuristic_ranks: bool = False
+    # per job slot, after the ranks: how long until the job fits, the running jobs ending at
+    # start + requested time (docs/environment.md, "Fit times")
+    fit_times: bool = False
     # whose picks ppo.imitation_updates copies: backfill_order (that heuristic's) | best (per
     # episode, the heuristic order with the lowest avg bsld on its window, as reward_baseline
     # best finds it; docs/environment.md, "Best heuristic") | rollout (per pick, of the
@@ -315,7 +318,7 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'env.wait' is for the HPC queue (gpu.mode: off); GPU mode: 'gpu.wait'")
     if config.env.agent_backfill and config.gpu.mode != "off":
         raise ConfigError("'env.agent_backfill' is for the HPC queue (gpu.mode: off)")
-    for key in ("heuristic_ranks", "teacher"):
+    for key in ("heuristic_ranks", "fit_times", "teacher"):
         if config.gpu.mode != "off" and getattr(config.env, key) != getattr(EnvConfig, key):
             raise ConfigError(f"'env.{key}' is for the HPC queue (gpu.mode: off)")
     if config.env.agent_backfill and config.env.backfill == "none":

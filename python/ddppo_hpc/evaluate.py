@@ -100,6 +100,7 @@ def run_policy(
             estimate=options.estimate,
             agent_backfill=options.agent_backfill,
             heuristic_ranks=options.heuristic_ranks,
+            fit_times=options.fit_times,
         )
         env.reset()
         obs = env.begin_at([spans[w][0] for w in windows])
@@ -187,7 +188,9 @@ def trained_policy(loaded: tuple[dict, Path], config: TrainConfig, *features: in
     checkpoint when config and weights disagree."""
     checkpoint, file = loaded
     env = config.env
-    widths = features or feature_widths(env.history, env.agent_backfill, env.heuristic_ranks)
+    widths = features or feature_widths(
+        env.history, env.agent_backfill, env.heuristic_ranks, env.fit_times
+    )
     model = build_policy(config.policy, *widths)
     problem = weights_problem(model.state_dict(), checkpoint["model"])
     if problem:

@@ -76,6 +76,7 @@ def queue_envs(trace: Trace, n: int, env: EnvConfig, seed: int) -> VecScheduling
         estimate=env.estimate,
         agent_backfill=env.agent_backfill,
         heuristic_ranks=env.heuristic_ranks,
+        fit_times=env.fit_times,
         teacher=env.teacher,
     )
 

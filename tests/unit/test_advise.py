@@ -214,6 +214,10 @@ def test_a_checkpoint_advise_cannot_serve_is_refused_by_name(run_dir, tmp_path, 
     torch.save(checkpoint, tmp_path / "ranks.pt")
     assert cli.main([*args, str(tmp_path / "ranks.pt")]) == 2
     assert "ranks.pt: env.heuristic_ranks: advise cannot build" in capsys.readouterr().err
+    checkpoint["config"]["env"].update(heuristic_ranks=False, fit_times=True)
+    torch.save(checkpoint, tmp_path / "fit.pt")
+    assert cli.main([*args, str(tmp_path / "fit.pt")]) == 2
+    assert "fit.pt: env.fit_times: advise cannot build" in capsys.readouterr().err
 
 
 def test_apply_and_interval_need_the_live_queue(capsys):

@@ -142,6 +142,8 @@ def usable_config(config: TrainConfig, file) -> None:
             f"{file}: env.heuristic_ranks: advise cannot build the SJBF rank yet (its EASY++"
             " predictions need the users' finished jobs, which squeue does not keep)"
         )
+    if config.env.fit_times:
+        raise ValueError(f"{file}: env.fit_times: advise cannot build the fit times yet")
     if config.env.agent_backfill:
         raise ValueError(
             f"{file}: env.agent_backfill: advise orders the queue and has no backfill decision"

@@ -14,16 +14,21 @@ HISTORY_JOB_FEATURES = _core.HISTORY_JOB_FEATURES
 HISTORY_CLUSTER_FEATURES = _core.HISTORY_CLUSTER_FEATURES
 BACKFILL_CLUSTER_FEATURES = _core.BACKFILL_CLUSTER_FEATURES
 RANK_JOB_FEATURES = _core.RANK_JOB_FEATURES
+FIT_JOB_FEATURES = _core.FIT_JOB_FEATURES
 REWARDS = ("bsld", "wait", "utilization", "fairshare")
 EPISODE_METRICS = ("avg_bsld", "avg_wait", "utilization", "jain_user_bsld")
 
 
 def feature_widths(
-    history: bool, agent_backfill: bool = False, heuristic_ranks: bool = False
+    history: bool,
+    agent_backfill: bool = False,
+    heuristic_ranks: bool = False,
+    fit_times: bool = False,
 ) -> tuple[int, int]:
     """(job slot, cluster) feature counts of the observation, with or without `history`,
-    `agent_backfill` and `heuristic_ranks`."""
+    `agent_backfill`, `heuristic_ranks` and `fit_times`."""
     jobs = JOB_FEATURES + HISTORY_JOB_FEATURES * history + RANK_JOB_FEATURES * heuristic_ranks
+    jobs += FIT_JOB_FEATURES * fit_times
     cluster = CLUSTER_FEATURES + HISTORY_CLUSTER_FEATURES * history
     return jobs, cluster + BACKFILL_CLUSTER_FEATURES * agent_backfill
 
@@ -74,6 +79,7 @@ class VecSchedulingEnv:
         estimate: str = "request",
         agent_backfill: bool = False,
         heuristic_ranks: bool = False,
+        fit_times: bool = False,
         teacher: str = "backfill_order",
     ):
         if num_envs < 1:
@@ -101,6 +107,7 @@ class VecSchedulingEnv:
             history,
             agent_backfill,
             heuristic_ranks,
+            fit_times,
             teacher,
             [seed + i for i in range(num_envs)],
         )
