@@ -95,6 +95,10 @@ def test_load_scale_multiplies_the_submit_times():
     assert fast.runtime.tolist() == w.runtime.tolist()
     # 160 GPU-seconds over 40 s on 2 GPUs, then over 10 s
     assert (w.offered_load(0, 3, 2), fast.offered_load(0, 3, 2)) == (2.0, 8.0)
+    # within the 40 s of arrivals: 40 x 1 + min(40, 30) x 2 + 0 = 100 GPU-seconds; x 4:
+    # 160 s of arrivals, 40 + 40 x 2 + 0 = 120 GPU-seconds
+    assert (w.arrival_load(0, 3, 2), w.at_load(4).arrival_load(0, 3, 2)) == (1.25, 0.375)
+    assert (w.at_load(4).offered_load(0, 3, 2), w.arrival_load(0, 1, 2)) == (0.5, None)
     assert w.at_load(1.0) is w
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="load scale must be a positive number"):
@@ -110,9 +114,13 @@ def test_load_scale_schedule_by_hand(philly):
     assert m["avg_jct"] == pytest.approx((100 + 11.5 + 20 + 30.5) / 4)
     assert m["load_scale"] == 0.5
     assert m["offered_load"] == pytest.approx(170 / (4 * 1))  # over 1 s instead of 2
+    # within the 1 s of arrivals: A 1 s, B 2 x 1 s, C 0.5 s, D 0, on 4 GPUs
+    assert m["arrival_load"] == pytest.approx(3.5 / 4)
     assert json.loads(run("--trace", philly, *SMALL, "--json").stdout)["load_scale"] == 1.0
     table = run("--trace", philly, *SMALL, "--load-scale", "0.5")
-    assert "offered load of the chosen jobs 42.50 (submit times x 0.5)" in table.stdout
+    assert "load of the chosen jobs 42.50, 0.88 within their arrivals (submit times x 0.5)" in (
+        table.stdout
+    )
 
 
 def test_nodes_every_in_the_command(alibaba):

@@ -161,11 +161,15 @@ def write_per_job(path: str, workload: GpuWorkload, r: GpuResult) -> None:
 
 def print_table(workload: GpuWorkload, cluster: Cluster, rows: list[dict]) -> None:
     dropped = ", ".join(f"{k} {v}" for k, v in workload.dropped.items())
-    load, scale = rows[0]["offered_load"], rows[0]["load_scale"]
+    load, within, scale = (rows[0][k] for k in ("offered_load", "arrival_load", "load_scale"))
     print(
         f"trace {workload.source}: {len(workload)} jobs on {cluster.total_gpus} GPUs in "
         f"{len(cluster.machines)} machines (dropped: {dropped}); offered load of the chosen "
-        f"jobs {'n/a (one arrival time)' if load is None else f'{load:.2f}'}"
+        + (
+            "jobs n/a (one arrival time)"
+            if load is None
+            else f"jobs {load:.2f}, {within:.2f} within their arrivals"
+        )
         + ("" if scale == 1 else f" (submit times x {scale:g})")
     )
     head = ["order", "placement", "wait", "jobs", *METRICS]
@@ -195,8 +199,10 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     rows.append({"order": order, "placement": placement, "wait": wait, **r.metrics})
         load = workload.offered_load(r.begin, r.end, cluster.total_gpus)
+        within = workload.arrival_load(r.begin, r.end, cluster.total_gpus)
         for row in rows:
-            row.update(offered_load=load, load_scale=args.load_scale, dropped=workload.dropped)
+            row.update(offered_load=load, arrival_load=within, load_scale=args.load_scale)
+            row.update(dropped=workload.dropped)
         if args.per_job:
             write_per_job(args.per_job, workload, r)
     except (TraceError, ValueError, OSError) as e:

@@ -60,6 +60,18 @@ class GpuWorkload:
         work = float(np.sum(self.gpus[begin:end] * self.runtime[begin:end]))
         return work / (total_gpus * span)
 
+    def arrival_load(self, begin: int, end: int, total_gpus: int) -> float | None:
+        """The part of that work that falls within the arrivals if every job started at its
+        submit: sum(gpus x min(runtime, last submit - submit)) / (GPUs x (last submit - first
+        submit)); None when they all arrive at once. Above 1 some job must wait; unlike the
+        offered load, a long job counts only its time before the last arrival."""
+        last = float(self.submit[end - 1])
+        span = last - float(self.submit[begin])
+        if span <= 0:
+            return None
+        within = np.minimum(self.runtime[begin:end], last - self.submit[begin:end])
+        return float(np.sum(self.gpus[begin:end] * within)) / (total_gpus * span)
+
     def core_columns(self) -> tuple:
         """What the C++ core reads, in its argument order (users as dense ids)."""
         users, index = np.unique(self.user, return_inverse=True)
