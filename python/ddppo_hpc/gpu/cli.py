@@ -208,11 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     except (TraceError, ValueError, OSError) as e:
         print(f"python -m ddppo_hpc.gpu: error: {e}", file=sys.stderr)
         return 2
-    if load is not None and load > 1:
+    if within is not None and within > 1:
         print(
-            f"python -m ddppo_hpc.gpu: warning: the chosen jobs offer a load of {load:.2f} to "
-            f"{cluster.total_gpus} GPUs: more work than the cluster can serve while they arrive,"
-            " so the queue grows to the end (choose a bigger cluster or fewer jobs)",
+            f"python -m ddppo_hpc.gpu: warning: the chosen jobs ask {within:.2f} times what "
+            f"{cluster.total_gpus} GPUs can serve while they arrive (offered load {load:.2f}): "
+            "some must wait and the queue grows while they arrive (choose a bigger cluster, "
+            "fewer jobs or a larger --load-scale)",
             file=sys.stderr,
         )
     if args.json:
