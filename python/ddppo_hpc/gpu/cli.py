@@ -28,7 +28,7 @@ examples:
   python -m ddppo_hpc.gpu --trace philly-2017-jobs.csv.gz --start 70000 --jobs 1024 \\
       --order all --placement all --wait both
   python -m ddppo_hpc.gpu --trace alibaba/ --nodes-topology --order srtf --placement best_fit
-  python -m ddppo_hpc.gpu --trace alibaba/ --nodes-topology --nodes-every 300 \
+  python -m ddppo_hpc.gpu --trace alibaba/ --nodes-topology --nodes-every 100 \\
       --load-scale 0.01 --start 4923 --jobs 256 --order srtf --placement all --wait both
   python -m ddppo_hpc.gpu --racks 2 --machines-per-rack 4 --gpus-per-machine 8 \\
       --models V100M32,P100 --speed-noise 0.2 --json --per-job jobs.csv
