@@ -167,11 +167,17 @@ class GpuConfig:
     # the trace's own node list as the machines instead (Alibaba: their GPUs, CPU, memory
     # and models, in racks of `machines_per_rack` consecutive nodes; docs/gpu.md, "Topology")
     nodes_topology: bool = False
+    # with nodes_topology: one in `nodes_every` nodes of each GPU model and GPU count, a
+    # smaller machine with every type (docs/gpu.md, "Load and machine size")
+    nodes_every: int = 1
     link_costs: str = "1,4,16"  # same machine, same rack, across racks
     comm_penalty: float = 0.05
     speed_noise: float = 0.2  # log-normal sigma of the hidden per-machine speed factors
     speed_seed: int = 0
     load: float = 0.9  # offered load of the synthetic DL jobs
+    # submit times x this factor, traces and synthetic jobs alike (below 1: a higher offered
+    # load; the analogue of data.load_scale; docs/gpu.md, "Load and machine size")
+    load_scale: float = 1.0
     holdout_jobs: int = 4096  # the trace's last jobs, kept out of training for evaluation
     # the jobs just before the held-out ones, also kept out of training: settings are
     # chosen on them (`evaluate --split validation`), so that the held-out score stays unbiased
@@ -240,6 +246,8 @@ POSITIVE = {
     ("gpu", "racks"),
     ("gpu", "machines_per_rack"),
     ("gpu", "gpus_per_machine"),
+    ("gpu", "nodes_every"),
+    ("gpu", "load_scale"),
 }
 # Keys whose values are lists or several types: what is wrong with a value, or None.
 CHECKED = {
@@ -335,6 +343,10 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError(
             "a list of sources in 'data.trace' and 'data.load_scale' are for the HPC queue "
             "(gpu.mode: off)"
+        )
+    if config.gpu.nodes_every != 1 and not config.gpu.nodes_topology:
+        raise ConfigError(
+            "'gpu.nodes_every' samples the trace's node list: it needs 'gpu.nodes_topology: true'"
         )
     if config.run.keep_best and config.gpu.mode != "off":
         raise ConfigError("'run.keep_best' is for the HPC queue (gpu.mode: off)")

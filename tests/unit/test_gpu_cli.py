@@ -53,16 +53,21 @@ def test_json_metrics_by_hand(philly):
     assert (m["order"], m["placement"], m["jobs"], m["makespan"]) == ("fifo", "first_fit", 4, 100)
 
 
-def test_an_offered_load_above_1_is_warned_and_in_the_json(philly):
+def test_a_load_above_1_within_the_arrivals_is_warned_and_in_the_json(philly):
     out = run("--trace", philly, *SMALL, "--json")
     m = json.loads(out.stdout)
-    # 170 GPU-seconds (100 + 2 x 10 + 20 + 3 x 10) arriving over 2 s on 4 GPUs
+    # 170 GPU-seconds (100 + 2 x 10 + 20 + 3 x 10) arriving over 2 s on 4 GPUs; within the
+    # 2 s: A 2, B 2 x 2, C 1, D 0: 7 GPU-seconds of 8, so no job has to wait
     assert m["offered_load"] == pytest.approx(170 / (4 * 2))
+    assert m["arrival_load"] == pytest.approx(7 / 8)
     assert m["dropped"] == {"negative_runtime": 0, "no_procs": 0, "too_large": 0}
-    assert out.stderr.splitlines() == [
-        "python -m ddppo_hpc.gpu: warning: the chosen jobs offer a load of 21.25 to 4 GPUs: "
-        "more work than the cluster can serve while they arrive, so the queue grows to the end "
-        "(choose a bigger cluster or fewer jobs)"
+    assert out.stderr == ""
+    one = run("--trace", philly, "--racks", 1, "--machines-per-rack", 1, "--gpus-per-machine", 2)
+    # D (3 GPUs) dropped; within the 1 s of A, B, C's arrivals: A 1, B 2 x 1, C 0 on 2 GPUs
+    assert one.stderr.splitlines() == [
+        "python -m ddppo_hpc.gpu: warning: the chosen jobs ask 1.50 times what 2 GPUs can "
+        "serve while they arrive (offered load 70.00): some must wait and the queue grows "
+        "while they arrive (choose a bigger cluster, fewer jobs or a larger --load-scale)"
     ]
     light = run("--load", "0.5", "--jobs", "500", "--json")
     assert light.returncode == 0 and light.stderr == ""

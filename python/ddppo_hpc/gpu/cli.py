@@ -17,6 +17,7 @@ from ddppo_hpc.io import atomic_write, check_output, not_an_input
 MAX_GPUS = 2**20  # racks x machines x GPUs: a million GPUs, beyond any cluster built
 MAX_SYNTHETIC_JOBS = 10_000_000  # their columns take about 1.3 GB
 LINK_COST = bounded_float(0, 1000)
+LOAD_SCALE = bounded_float(1e-6, 1e6)
 
 EPILOG = """\
 Without --trace, seeded synthetic DL jobs (ddppo_hpc.data.dljobs) are used.
@@ -27,6 +28,8 @@ examples:
   python -m ddppo_hpc.gpu --trace philly-2017-jobs.csv.gz --start 70000 --jobs 1024 \\
       --order all --placement all --wait both
   python -m ddppo_hpc.gpu --trace alibaba/ --nodes-topology --order srtf --placement best_fit
+  python -m ddppo_hpc.gpu --trace alibaba/ --nodes-topology --nodes-every 100 \\
+      --load-scale 0.01 --start 4923 --jobs 256 --order srtf --placement all --wait both
   python -m ddppo_hpc.gpu --racks 2 --machines-per-rack 4 --gpus-per-machine 8 \\
       --models V100M32,P100 --speed-noise 0.2 --json --per-job jobs.csv
 """
@@ -67,6 +70,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--nodes-topology", action="store_true", help="the trace's own node list (Alibaba)"
     )
     p.add_argument(
+        "--nodes-every",
+        type=count,
+        default=1,
+        metavar="K",
+        help="with --nodes-topology: one in K nodes of each GPU model and count (1: all)",
+    )
+    p.add_argument(
+        "--load-scale",
+        type=LOAD_SCALE,
+        default=1.0,
+        metavar="F",
+        help="submit times x F (below 1: the jobs arrive faster, a higher load; 1)",
+    )
+    p.add_argument(
         "--link-costs", type=link_costs, default="1,4,16", help="machine,rack,cross-rack (1,4,16)"
     )
     p.add_argument("--comm-penalty", type=bounded_float(0, 100), default=0.05)
@@ -99,8 +116,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def cluster_of(args: argparse.Namespace, workload: GpuWorkload | None) -> Cluster:
     if args.nodes_topology:
-        machines = node_machines(workload, args.machines_per_rack)
+        machines = node_machines(workload, args.machines_per_rack, args.nodes_every)
     else:
+        if args.nodes_every != 1:
+            raise ValueError(
+                "--nodes-every samples the trace's node list: it needs --nodes-topology"
+            )
         gpus = args.racks * args.machines_per_rack * args.gpus_per_machine
         if gpus > MAX_GPUS:
             raise ValueError(
@@ -122,7 +143,7 @@ def load_workload(args: argparse.Namespace) -> tuple[GpuWorkload, Cluster]:
         cluster = cluster_of(args, None)
         trace = generate_dl_jobs(args.synthetic_jobs, cluster.total_gpus, args.load, seed=args.seed)
         workload = from_trace(trace, "synthetic DL jobs")
-    return workload.fitted(cluster.machines), cluster
+    return workload.at_load(args.load_scale).fitted(cluster.machines), cluster
 
 
 def write_per_job(path: str, workload: GpuWorkload, r: GpuResult) -> None:
@@ -140,11 +161,16 @@ def write_per_job(path: str, workload: GpuWorkload, r: GpuResult) -> None:
 
 def print_table(workload: GpuWorkload, cluster: Cluster, rows: list[dict]) -> None:
     dropped = ", ".join(f"{k} {v}" for k, v in workload.dropped.items())
-    load = rows[0]["offered_load"]
+    load, within, scale = (rows[0][k] for k in ("offered_load", "arrival_load", "load_scale"))
     print(
         f"trace {workload.source}: {len(workload)} jobs on {cluster.total_gpus} GPUs in "
         f"{len(cluster.machines)} machines (dropped: {dropped}); offered load of the chosen "
-        f"jobs {'n/a (one arrival time)' if load is None else f'{load:.2f}'}"
+        + (
+            "jobs n/a (one arrival time)"
+            if load is None
+            else f"jobs {load:.2f}, {within:.2f} within their arrivals"
+        )
+        + ("" if scale == 1 else f" (submit times x {scale:g})")
     )
     head = ["order", "placement", "wait", "jobs", *METRICS]
     print("  ".join(f"{h:>15}" for h in head))
@@ -173,18 +199,21 @@ def main(argv: list[str] | None = None) -> int:
                     )
                     rows.append({"order": order, "placement": placement, "wait": wait, **r.metrics})
         load = workload.offered_load(r.begin, r.end, cluster.total_gpus)
+        within = workload.arrival_load(r.begin, r.end, cluster.total_gpus)
         for row in rows:
-            row.update(offered_load=load, dropped=workload.dropped)
+            row.update(offered_load=load, arrival_load=within, load_scale=args.load_scale)
+            row.update(dropped=workload.dropped)
         if args.per_job:
             write_per_job(args.per_job, workload, r)
     except (TraceError, ValueError, OSError) as e:
         print(f"python -m ddppo_hpc.gpu: error: {e}", file=sys.stderr)
         return 2
-    if load is not None and load > 1:
+    if within is not None and within > 1:
         print(
-            f"python -m ddppo_hpc.gpu: warning: the chosen jobs offer a load of {load:.2f} to "
-            f"{cluster.total_gpus} GPUs: more work than the cluster can serve while they arrive,"
-            " so the queue grows to the end (choose a bigger cluster or fewer jobs)",
+            f"python -m ddppo_hpc.gpu: warning: the chosen jobs ask {within:.2f} times what "
+            f"{cluster.total_gpus} GPUs can serve while they arrive (offered load {load:.2f}): "
+            "some must wait and the queue grows while they arrive (choose a bigger cluster, "
+            "fewer jobs or a larger --load-scale)",
             file=sys.stderr,
         )
     if args.json:

@@ -82,12 +82,16 @@ def uniform(
     )
 
 
-def from_nodes(nodes: list[dict], machines_per_rack: int) -> Machines:
+def from_nodes(nodes: list[dict], machines_per_rack: int, every: int = 1) -> Machines:
     """The Alibaba node list's machines with GPUs, in file order; consecutive groups of
-    `machines_per_rack` form racks (the list has no rack information)."""
+    `machines_per_rack` form racks (the list has no rack information). With `every` = k,
+    only the 1st, (k+1)-th, ... node of each type (GPU model and GPU count): a machine about
+    k times smaller that keeps every type (docs/gpu.md, "Load and machine size")."""
     if machines_per_rack < 1:
         raise ValueError(f"machines per rack must be at least 1, not {machines_per_rack}")
-    kept = [n for n in nodes if n["gpus"] > 0]
+    if every < 1:
+        raise ValueError(f"nodes every must be at least 1, not {every}")
+    kept = sampled([n for n in nodes if n["gpus"] > 0], every)
     if not kept:
         raise ValueError("the node list has no machine with a GPU")
     return Machines(
@@ -97,6 +101,19 @@ def from_nodes(nodes: list[dict], machines_per_rack: int) -> Machines:
         mem=np.array([float(n["memory_mib"]) for n in kept]),
         model=tuple(n["model"] for n in kept),
     )
+
+
+def sampled(nodes: list[dict], every: int) -> list[dict]:
+    """The nodes whose rank among the nodes of their type (model, GPUs), in list order, is a
+    multiple of `every`."""
+    seen: dict[tuple, int] = {}
+    kept = []
+    for n in nodes:
+        rank = seen.get((n["model"], n["gpus"]), 0)
+        seen[(n["model"], n["gpus"])] = rank + 1
+        if rank % every == 0:
+            kept.append(n)
+    return kept
 
 
 def true_speeds(machines: Machines, speed_noise: float, speed_seed: int) -> np.ndarray:

@@ -38,21 +38,23 @@ def trace_machines(config: TrainConfig) -> Machines:
     if config.data.trace != "synthetic":
         workload = load([config.data.trace])
         if workload.nodes is not None:
-            return node_machines(workload, config.gpu.machines_per_rack)
+            return node_machines(workload, config.gpu.machines_per_rack, config.gpu.nodes_every)
     raise ConfigError(
         f"'gpu.nodes_topology' needs a trace with a node list (Alibaba), not {config.data.trace!r}"
     )
 
 
 def workload_of(config: TrainConfig, cluster: Cluster, seed: int) -> GpuWorkload:
-    """The whole workload (jobs that never fit the cluster dropped)."""
+    """The whole workload at `gpu.load_scale` (jobs that never fit the cluster dropped)."""
     data = config.data
     if data.trace == "synthetic":
         trace = generate_dl_jobs(
             data.synthetic_jobs, cluster.total_gpus, config.gpu.load, seed=seed
         )
-        return from_trace(trace, "synthetic DL jobs").fitted(cluster.machines)
-    return load([data.trace]).fitted(cluster.machines)
+        workload = from_trace(trace, "synthetic DL jobs")
+    else:
+        workload = load([data.trace])
+    return workload.at_load(config.gpu.load_scale).fitted(cluster.machines)
 
 
 def split(

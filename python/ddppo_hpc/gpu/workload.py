@@ -3,6 +3,7 @@ of the trace store, or the synthetic DL-job generator."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -42,6 +43,13 @@ class GpuWorkload:
     def slice(self, start: int, stop: int) -> GpuWorkload:
         return self.select(slice(start, stop))
 
+    def at_load(self, factor: float) -> GpuWorkload:
+        """The same jobs with their submit times x `factor` (below 1: they arrive faster, a
+        higher offered load; docs/gpu.md, "Load and machine size")."""
+        if not (math.isfinite(factor) and factor > 0):
+            raise ValueError(f"load scale must be a positive number, not {factor}")
+        return self if factor == 1 else replace(self, submit=self.submit * factor)
+
     def offered_load(self, begin: int, end: int, total_gpus: int) -> float | None:
         """Jobs begin .. end-1's GPU work at base speed over what the cluster can serve while
         they arrive: sum(gpus x runtime) / (GPUs x (last submit - first submit)); None when
@@ -51,6 +59,18 @@ class GpuWorkload:
             return None
         work = float(np.sum(self.gpus[begin:end] * self.runtime[begin:end]))
         return work / (total_gpus * span)
+
+    def arrival_load(self, begin: int, end: int, total_gpus: int) -> float | None:
+        """The part of that work that falls within the arrivals if every job started at its
+        submit: sum(gpus x min(runtime, last submit - submit)) / (GPUs x (last submit - first
+        submit)); None when they all arrive at once. Above 1 some job must wait; unlike the
+        offered load, a long job counts only its time before the last arrival."""
+        last = float(self.submit[end - 1])
+        span = last - float(self.submit[begin])
+        if span <= 0:
+            return None
+        within = np.minimum(self.runtime[begin:end], last - self.submit[begin:end])
+        return float(np.sum(self.gpus[begin:end] * within)) / (total_gpus * span)
 
     def core_columns(self) -> tuple:
         """What the C++ core reads, in its argument order (users as dense ids)."""
@@ -127,8 +147,8 @@ def load(paths: list[str]) -> GpuWorkload:
     )
 
 
-def node_machines(workload: GpuWorkload, machines_per_rack: int) -> Machines:
-    """The trace's own machines (the Alibaba node list)."""
+def node_machines(workload: GpuWorkload, machines_per_rack: int, every: int = 1) -> Machines:
+    """The trace's own machines (the Alibaba node list), one in `every` of each type."""
     if workload.nodes is None:
         raise TraceError(f"{workload.source}: this trace has no node list (Alibaba has one)")
-    return from_nodes(workload.nodes, machines_per_rack)
+    return from_nodes(workload.nodes, machines_per_rack, every)
