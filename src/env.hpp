@@ -119,7 +119,8 @@ class BatchEnv {
   }
   size_t job_features() const {
     return kJobFeatures + (config_.history ? kHistoryJobFeatures : 0) +
-           (config_.heuristic_ranks ? kRankJobFeatures : 0) + (config_.fit_times ? kFitJobFeatures : 0);
+           (config_.heuristic_ranks ? kRankJobFeatures : 0) +
+           (config_.fit_times ? kFitJobFeatures : 0);
   }
   size_t cluster_features() const {
     return kClusterFeatures + (config_.history ? kHistoryClusterFeatures : 0) +
