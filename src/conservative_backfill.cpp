@@ -2,7 +2,6 @@
 // ahead in priority order holds a reservation on the free-procs profile, and a job starts now
 // only if that delays none of them (docs/simulation.md, "Backfilling while H waits").
 #include <algorithm>
-#include <functional>
 #include <limits>
 
 #include "simulator.hpp"
@@ -160,26 +159,53 @@ void Simulator::plan_through(const Order& order, size_t k, size_t last) {
 // and user for SJBF) policy order is index order and every job fits now or none does; once one
 // cannot start, none after it can. The walk merges the groups by policy order at now from their
 // oldest jobs and ends once no group that fitted as the scan began still fits: no later job can
-// start.
+// start. Only the groups that come before the last fitting group join the merge at first; the
+// others wait in later_ until the walk passes them.
 void Simulator::plan_by_groups() {
   profile_.lows(lows_);
   const int32_t free = std::min(free_, lows_[0].free);
   group_fits_.resize(groups_->size());
   fitting_.clear();
-  heads_.clear();
   groups_->each_oldest([&](int32_t j) {
-    heads_.emplace_back(priority(j), j);
-    const size_t g = groups_->group(j);
-    const bool fits = w_.procs[j] <= free && now_ + estimate(j) <= fit_until(w_.procs[j]);
-    group_fits_[g] = fits ? scan_ : 0;
-    if (fits) fitting_.push_back(g);
+    if (w_.procs[j] <= free && now_ + estimate(j) <= fit_until(w_.procs[j])) {
+      group_fits_[groups_->group(j)] = scan_;
+      fitting_.push_back(groups_->group(j));
+    }
   });
-  std::make_heap(heads_.begin(), heads_.end(), std::greater<>());
+  if (fitting_.empty()) return;
+  Keyed bound = keyed(groups_->oldest_of(fitting_[0]));
+  for (size_t f : fitting_)
+    if (const Keyed k = keyed(groups_->oldest_of(f)); before(bound, k)) bound = k;
+  heads_.clear();
+  later_.clear();
+  groups_->each_oldest([&](int32_t j) {
+    const Keyed k = keyed(j);
+    (before(bound, k) ? later_ : heads_).push_back(k);
+  });
+  // A min-heap in policy order: keyed() and before() spare WFP3 its pow() but near ties.
+  auto first = [this](const Keyed& a, const Keyed& b) { return before(a, b); };
+  auto after = [this](const Keyed& a, const Keyed& b) { return before(b, a); };
+  std::make_heap(heads_.begin(), heads_.end(), after);
   // `touched`: the earliest time the profile or the free procs changed since the group at
   // fitting_.back() was last found still able to start a job; later changes leave it able to.
   double touched = std::numeric_limits<double>::infinity();
   while (!fitting_.empty()) {
-    std::pop_heap(heads_.begin(), heads_.end(), std::greater<>());
+    if (heads_.empty() || before(bound, heads_.front())) {
+      // The walk passes the bound: the waiting groups up to the next job join.
+      bound =
+          heads_.empty() ? *std::min_element(later_.begin(), later_.end(), first) : heads_.front();
+      size_t kept = 0;
+      for (const Keyed& k : later_) {
+        if (before(bound, k)) {
+          later_[kept++] = k;
+        } else {
+          heads_.push_back(k);
+          std::push_heap(heads_.begin(), heads_.end(), after);
+        }
+      }
+      later_.resize(kept);
+    }
+    std::pop_heap(heads_.begin(), heads_.end(), after);
     const int32_t j = heads_.back().second;
     heads_.pop_back();
     const size_t g = groups_->group(j);
@@ -194,8 +220,8 @@ void Simulator::plan_by_groups() {
       group_fits_[g] = 0;
     }
     if (int32_t next = groups_->next_beside(j); next >= 0) {
-      heads_.emplace_back(priority(next), next);
-      std::push_heap(heads_.begin(), heads_.end(), std::greater<>());
+      heads_.push_back(keyed(next));
+      std::push_heap(heads_.begin(), heads_.end(), after);
     }
     while (!fitting_.empty()) {
       const size_t f = fitting_.back();

@@ -206,11 +206,12 @@ class Simulator {
   int32_t plan_head_ = -1;
   double plan_earliest_ = 0;
   std::vector<Profile::Step> lows_;  // the profile's lows() as a scan begins
-  // plan_by_groups()'s: per group, the scan at which it fits now (0: not); the groups that
-  // fitted as the scan began; the next job of every group, by (priority, job).
+  // plan_by_groups()'s: per group, the last scan at which it fitted now; the groups that
+  // fitted as the scan began; the next job of every group, keyed, merged (heads_) or not yet
+  // reached (later_).
   std::vector<uint32_t> group_fits_;
   std::vector<size_t> fitting_;
-  std::vector<Keyed> heads_;
+  std::vector<Keyed> heads_, later_;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
   std::optional<Predictions> predictions_;  // sjbf or estimate = predicted only
   // Agent backfilling: whether the simulator stands at a backfill decision, its shadow, and

@@ -8,77 +8,90 @@
 #include <limits>
 #include <numeric>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace ddppo {
 
 // Values over slots 0 .. n-1 (kUnset, the largest value, where unset) and the first slot at
 // or after k whose value passes a test that, when it passes a value, passes every smaller one.
+// A tree whose nodes each hold the minima of kFan children, one cache line of them: over the
+// millions of slots of a long window, an update or a search misses the cache about once a
+// level, and there are log_16 (int32) or log_8 (double) levels instead of log_2.
 template <typename T>
 class MinTree {
  public:
-  explicit MinTree(size_t n = 0) : n_(n), leaves_(1) {
-    while (leaves_ < n) leaves_ *= 2;
-    tree_.assign(2 * leaves_, kUnset);
+  static constexpr size_t kFan = 64 / sizeof(T);
+  // Level 0 holds the slots, each level above a node's minimum per node below, the top one
+  // the minimum of all; every level but the top whole nodes.
+  explicit MinTree(size_t n = 0) : n_(n) {
+    for (size_t size = std::max<size_t>(n, 1);; size = (size + kFan - 1) / kFan) {
+      levels_.emplace_back(size == 1 ? 1 : (size + kFan - 1) / kFan * kFan, kUnset);
+      if (size == 1) break;
+    }
   }
   static constexpr T kUnset = std::numeric_limits<T>::has_infinity
                                   ? std::numeric_limits<T>::infinity()
                                   : std::numeric_limits<T>::max();
   // The smallest value set, kUnset if none.
-  T min() const { return tree_[1]; }
+  T min() const { return levels_.back()[0]; }
   // Stops where a node's minimum stays as it was: above it nothing changes. A lower value
   // needs no sibling: each node's minimum becomes the lesser of it and the value.
   void set(size_t slot, T value) {
-    size_t i = slot + leaves_;
-    const bool lower = value <= tree_[i];
-    tree_[i] = value;
-    if (lower) {
-      for (i /= 2; i > 0 && value < tree_[i]; i /= 2) tree_[i] = value;
-      return;
-    }
-    for (i /= 2; i > 0; i /= 2) {
-      const T low = std::min(tree_[2 * i], tree_[2 * i + 1]);
-      if (tree_[i] == low) return;
-      tree_[i] = low;
+    T old = levels_[0][slot];
+    levels_[0][slot] = value;
+    for (size_t l = 1, i = slot / kFan; l < levels_.size(); ++l, i /= kFan) {
+      T& node = levels_[l][i];
+      const T was = node;
+      if (value < node)
+        node = value;
+      else if (old == node && value != old)
+        node = *std::min_element(&levels_[l - 1][i * kFan], &levels_[l - 1][i * kFan] + kFan);
+      if (node == was) return;
+      old = was, value = node;
     }
   }
   // n when no slot passes; `passes` must reject kUnset.
   template <typename Test>
   size_t first_from(size_t k, Test passes) const {
     if (k >= n_) return n_;
-    size_t i = k + leaves_;
+    size_t l = levels_.size() - 1, i = 0;
     if (k == 0) {
-      if (!passes(tree_[1])) return n_;
-      i = 1;  // one descent from the root
-    } else if (!passes(tree_[i])) {
-      do {
-        while (i & 1) i /= 2;  // a right child (or the root): its right neighbours are higher
-        if (i == 0) return n_;
-        ++i;
-      } while (!passes(tree_[i]));
+      if (!passes(min())) return n_;  // one descent from the top
+    } else {
+      // Up from slot k: the rest of each node, then the nodes after it one level up.
+      for (l = 0, i = k;; i /= kFan, ++l) {
+        const std::vector<T>& level = levels_[l];
+        const size_t end = std::min(i / kFan * kFan + kFan, level.size());
+        while (i < end && !passes(level[i])) ++i;
+        if (i < end) break;
+        if (l + 1 == levels_.size()) return n_;
+      }
     }
-    while (i < leaves_) i = passes(tree_[2 * i]) ? 2 * i : 2 * i + 1;
-    return i - leaves_;
+    for (; l > 0; --l)
+      for (i *= kFan; !passes(levels_[l - 1][i]);) ++i;
+    return i;
   }
   // The last slot before k whose value passes, n when none does.
   template <typename Test>
   size_t last_before(size_t k, Test passes) const {
-    if (k == 0) return n_;
-    size_t i = std::min(k, n_) - 1 + leaves_;
-    if (!passes(tree_[i])) {
-      do {
-        while (!(i & 1)) i /= 2;  // a left child: what is left of it is left of its parent
-        if (i == 1) return n_;
-        --i;
-      } while (!passes(tree_[i]));
-      while (i < leaves_) i = passes(tree_[2 * i + 1]) ? 2 * i + 1 : 2 * i;
+    size_t l = 0, i = std::min(k, n_);  // the end of what is left to search on level l
+    for (;; i /= kFan, ++l) {
+      if (i == 0) return n_;
+      const std::vector<T>& level = levels_[l];
+      const size_t start = (i - 1) / kFan * kFan;
+      while (i > start && !passes(level[i - 1])) --i;
+      if (i > start) break;
+      if (l + 1 == levels_.size()) return n_;
     }
-    return i - leaves_;
+    for (--i; l > 0; --l)
+      for (i = i * kFan + kFan - 1; !passes(levels_[l - 1][i]);) --i;
+    return i;
   }
 
  private:
-  size_t n_, leaves_;
-  std::vector<T> tree_;
+  size_t n_;
+  std::vector<std::vector<T>> levels_;
 };
 
 // The waiting jobs of an order whose keys never change (FCFS, SJF, F1). A tree over their
@@ -104,9 +117,12 @@ class WaitingIndex {
         rank_(end - begin),
         waiting_(end - begin) {
     std::iota(by_rank_.begin(), by_rank_.end(), static_cast<int32_t>(begin));
-    if (keys)
-      std::stable_sort(by_rank_.begin(), by_rank_.end(),
-                       [&](int32_t a, int32_t b) { return keys[a - begin] < keys[b - begin]; });
+    if (keys) {  // sorted as (key, job) pairs: no indirection per comparison
+      std::vector<std::pair<double, int32_t>> ranked(by_rank_.size());
+      for (size_t i = 0; i < ranked.size(); ++i) ranked[i] = {keys[i], by_rank_[i]};
+      std::sort(ranked.begin(), ranked.end());
+      for (size_t i = 0; i < ranked.size(); ++i) by_rank_[i] = ranked[i].second;
+    }
     for (size_t r = 0; r < by_rank_.size(); ++r)
       rank_[by_rank_[r] - begin] = static_cast<int32_t>(r);
     const size_t any = std::numeric_limits<size_t>::max();
@@ -190,19 +206,29 @@ class WaitingIndex {
     std::vector<int32_t> class_, slot_;      // per job of the window
 
     // Left empty with more than `most` classes.
+    // The keys are few beside the jobs: each job's is looked up in those found so far.
     void build(const Key* key, const std::vector<int32_t>& by_rank, size_t begin, size_t most) {
-      for (int32_t j : by_rank) keys.push_back(key[j]);
-      std::sort(keys.begin(), keys.end());
-      keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-      if (keys.size() > most) return keys.clear();
+      const size_t n = by_rank.size();
+      for (size_t j = begin; j < begin + n; ++j)
+        if (auto at = std::lower_bound(keys.begin(), keys.end(), key[j]);
+            at == keys.end() || *at != key[j]) {
+          keys.insert(at, key[j]);
+          if (keys.size() > most) return keys.clear();
+        }
+      class_.resize(n);
+      slot_.resize(n);
+      std::vector<int32_t> count(keys.size());
+      for (size_t j = begin; j < begin + n; ++j) {
+        class_[j - begin] =
+            static_cast<int32_t>(std::lower_bound(keys.begin(), keys.end(), key[j]) - keys.begin());
+        ++count[class_[j - begin]];
+      }
       jobs.resize(keys.size());
-      class_.resize(by_rank.size());
-      slot_.resize(by_rank.size());
+      for (size_t c = 0; c < keys.size(); ++c) jobs[c].reserve(count[c]);
       for (int32_t j : by_rank) {
-        const size_t c = std::lower_bound(keys.begin(), keys.end(), key[j]) - keys.begin();
-        class_[j - begin] = static_cast<int32_t>(c);
-        slot_[j - begin] = static_cast<int32_t>(jobs[c].size());
-        jobs[c].push_back(j);
+        std::vector<int32_t>& in = jobs[class_[j - begin]];
+        slot_[j - begin] = static_cast<int32_t>(in.size());
+        in.push_back(j);
       }
       for (const std::vector<int32_t>& in : jobs) trees.emplace_back(in.size());
     }
