@@ -71,13 +71,13 @@ def order_pick(obs: dict, order: str) -> int:
 
 
 def rollout_bsld(trace, spec, start, actions, first: int, order: str) -> float:
-    env = fresh(trace, spec, start, [*actions, first])
-    while env.last is not None:
-        obs, _, terminated, _, info = env.step(np.array([order_pick(env.last, order)]))
+    """The window's avg bsld after `actions`, then `first`, then the order's picks."""
+    env, action = fresh(trace, spec, start, actions), first
+    while True:
+        obs, _, terminated, _, info = env.step(np.array([action]))
         if terminated[0]:
             return float(info["avg_bsld"][0])
-        env.last = obs
-    return float(env.episode_metrics[0][0])
+        action = order_pick(obs, order)
 
 
 def reference_pick(trace, spec, start, actions) -> int:
