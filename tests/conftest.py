@@ -1,5 +1,5 @@
-"""Test helpers: tests/ on the import path (reference_sim, cases, simhelpers), and
-a small real disk to fill (the writers' no-space-left tests)."""
+"""Test helpers: tests/ on the import path (reference_sim, cases, simhelpers), a small real
+disk to fill (the writers' no-space-left tests), and simhelpers' Philly extract as a file."""
 
 import subprocess
 import sys
@@ -34,3 +34,13 @@ def small_disk(tmp_path):
     yield make
     for where in mounts:
         subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@pytest.fixture
+def philly(tmp_path):
+    """simhelpers.PHILLY written as a Philly CSV."""
+    from simhelpers import PHILLY
+
+    path = tmp_path / "philly.csv"
+    path.write_text(PHILLY)
+    return path

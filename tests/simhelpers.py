@@ -105,3 +105,25 @@ def assert_restored_alike(env, again, rng, steps: int) -> None:
         b, rb, *_ = again.step(actions)
         assert np.array_equal(a["jobs"], b["jobs"]) and np.array_equal(ra, rb)
         assert np.array_equal(a["action_mask"], b["action_mask"])
+
+
+# The jobs of test_gpu_sim.JOBS as a Philly extract: A (0 s, 100 s, 1 GPU), B (0, 10, 2),
+# C (1, 20, 1), D (2, 10, 3).
+PHILLY = """timestamp,duration,num_gpus,gpu_time,cluster
+2017-10-09 07:00:00,100.0,1,100.0,aa
+2017-10-09 07:00:00,10.0,2,20.0,bb
+2017-10-09 07:00:01,20.0,1,20.0,aa
+2017-10-09 07:00:02,10.0,3,30.0,bb
+"""
+# The issue's 2-machine, 4-GPU cluster in one rack.
+SMALL_GPU = ["--racks", "1", "--machines-per-rack", "2", "--gpus-per-machine", "2"]
+
+
+def run_gpu(*args) -> subprocess.CompletedProcess:
+    """`python -m ddppo_hpc.gpu ARGS`, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "ddppo_hpc.gpu", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

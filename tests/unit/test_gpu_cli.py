@@ -3,11 +3,10 @@ DL-job generator."""
 
 import csv
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from simhelpers import SMALL_GPU, run_gpu
 
 from ddppo_hpc.data import convert
 from ddppo_hpc.data.dljobs import generate_dl_jobs
@@ -15,36 +14,9 @@ from ddppo_hpc.gpu import Cluster, simulate_gpu
 from ddppo_hpc.gpu.topology import uniform
 from ddppo_hpc.gpu.workload import from_store, from_trace, load
 
-# The jobs of test_gpu_sim.JOBS as a Philly extract: A (0 s, 100 s, 1 GPU), B (0, 10, 2),
-# C (1, 20, 1), D (2, 10, 3).
-PHILLY = """timestamp,duration,num_gpus,gpu_time,cluster
-2017-10-09 07:00:00,100.0,1,100.0,aa
-2017-10-09 07:00:00,10.0,2,20.0,bb
-2017-10-09 07:00:01,20.0,1,20.0,aa
-2017-10-09 07:00:02,10.0,3,30.0,bb
-"""
-# The issue's 2-machine, 4-GPU cluster in one rack.
-SMALL = ["--racks", "1", "--machines-per-rack", "2", "--gpus-per-machine", "2"]
-
-
-def run(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "ddppo_hpc.gpu", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-@pytest.fixture
-def philly(tmp_path):
-    path = tmp_path / "philly.csv"
-    path.write_text(PHILLY)
-    return path
-
 
 def test_json_metrics_by_hand(philly):
-    out = run("--trace", philly, *SMALL, "--json")
+    out = run_gpu("--trace", philly, *SMALL_GPU, "--json")
     assert out.returncode == 0, out.stderr
     m = json.loads(out.stdout)
     # first fit: B on {1, 2} ends 11.5, D on {1, 2, 3} from 21 to 32 (test_gpu_sim)
@@ -54,7 +26,7 @@ def test_json_metrics_by_hand(philly):
 
 
 def test_a_load_above_1_within_the_arrivals_is_warned_and_in_the_json(philly):
-    out = run("--trace", philly, *SMALL, "--json")
+    out = run_gpu("--trace", philly, *SMALL_GPU, "--json")
     m = json.loads(out.stdout)
     # 170 GPU-seconds (100 + 2 x 10 + 20 + 3 x 10) arriving over 2 s on 4 GPUs; within the
     # 2 s: A 2, B 2 x 2, C 1, D 0: 7 GPU-seconds of 8, so no job has to wait
@@ -62,22 +34,24 @@ def test_a_load_above_1_within_the_arrivals_is_warned_and_in_the_json(philly):
     assert m["arrival_load"] == pytest.approx(7 / 8)
     assert m["dropped"] == {"negative_runtime": 0, "no_procs": 0, "too_large": 0}
     assert out.stderr == ""
-    one = run("--trace", philly, "--racks", 1, "--machines-per-rack", 1, "--gpus-per-machine", 2)
+    one = run_gpu(
+        "--trace", philly, "--racks", 1, "--machines-per-rack", 1, "--gpus-per-machine", 2
+    )
     # D (3 GPUs) dropped; within the 1 s of A, B, C's arrivals: A 1, B 2 x 1, C 0 on 2 GPUs
     assert one.stderr.splitlines() == [
         "python -m ddppo_hpc.gpu: warning: the chosen jobs ask 1.50 times what 2 GPUs can "
         "serve while they arrive (offered load 70.00): some must wait and the queue grows "
         "while they arrive (choose a bigger cluster, fewer jobs or a larger --load-scale)"
     ]
-    light = run("--load", "0.5", "--jobs", "500", "--json")
+    light = run_gpu("--load", "0.5", "--jobs", "500", "--json")
     assert light.returncode == 0 and light.stderr == ""
     assert json.loads(light.stdout)["offered_load"] < 1
 
 
 def test_store_gives_the_same_as_the_csv(philly, tmp_path):
     convert.convert([philly], tmp_path / "store")
-    by_store = run("--trace", tmp_path / "store", *SMALL, "--order", "all", "--json")
-    by_csv = run("--trace", philly, *SMALL, "--order", "all", "--json")
+    by_store = run_gpu("--trace", tmp_path / "store", *SMALL_GPU, "--order", "all", "--json")
+    by_csv = run_gpu("--trace", philly, *SMALL_GPU, "--order", "all", "--json")
     assert by_store.returncode == 0, by_store.stderr
     assert json.loads(by_store.stdout) == json.loads(by_csv.stdout)
     w = from_store(tmp_path / "store", start=1, jobs=2)
@@ -86,7 +60,7 @@ def test_store_gives_the_same_as_the_csv(philly, tmp_path):
 
 def test_per_job_csv(philly, tmp_path):
     out_path = tmp_path / "jobs.csv"
-    out = run("--trace", philly, *SMALL, "--placement", "best_fit", "--per-job", out_path)
+    out = run_gpu("--trace", philly, *SMALL_GPU, "--placement", "best_fit", "--per-job", out_path)
     assert out.returncode == 0, out.stderr
     rows = list(csv.DictReader(out_path.open()))
     assert [r["placement"] for r in rows] == ["0", "2 3", "1", "2 3 1"]
@@ -105,16 +79,16 @@ def test_per_job_csv(philly, tmp_path):
 )
 def test_bad_input_is_one_line_and_exit_2(args, message):
     # Numbers out of range are refused while parsing: tests/unit/test_hostile_eval.py.
-    out = run(*args)
+    out = run_gpu(*args)
     assert out.returncode == 2
     assert out.stderr.startswith("python -m ddppo_hpc.gpu: error: ")
     assert message in out.stderr and "Traceback" not in out.stderr
 
 
 def test_philly_without_node_list_and_jobs_too_large(philly, tmp_path):
-    out = run("--trace", philly, "--nodes-topology")
+    out = run_gpu("--trace", philly, "--nodes-topology")
     assert out.returncode == 2 and "has no node list" in out.stderr
-    out = run(
+    out = run_gpu(
         "--trace", philly, "--racks", "1", "--machines-per-rack", "1", "--gpus-per-machine", "2"
     )
     assert out.returncode == 0, out.stderr
@@ -151,7 +125,7 @@ def test_load_refuses_mixed_inputs(philly, tmp_path):
 
 def test_per_job_never_replaces_the_trace(philly):
     before = philly.read_bytes()
-    done = run("--trace", philly, "--per-job", philly)
+    done = run_gpu("--trace", philly, "--per-job", philly)
     assert done.returncode == 2
     assert done.stderr.strip() == (
         f"python -m ddppo_hpc.gpu: error: {philly}: would replace {philly}, an input: "
@@ -161,7 +135,7 @@ def test_per_job_never_replaces_the_trace(philly):
 
 
 def test_wait_both_gives_each_pair_both_ways(philly):
-    out = run("--trace", philly, *SMALL, "--order", "srtf", "--placement", "speed_fit",
+    out = run_gpu("--trace", philly, *SMALL_GPU, "--order", "srtf", "--placement", "speed_fit",
               "--wait", "both", "--json")  # fmt: skip
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
@@ -178,10 +152,10 @@ def test_wait_both_gives_each_pair_both_ways(philly):
         wait=True,
     )
     assert {k: rows[1][k] for k in expected.metrics} == expected.metrics
-    table = run("--trace", philly, *SMALL, "--wait", "yes").stdout.splitlines()
+    table = run_gpu("--trace", philly, *SMALL_GPU, "--wait", "yes").stdout.splitlines()
     assert table[1].split()[:4] == ["order", "placement", "wait", "jobs"]
     assert table[2].split()[:3] == ["fifo", "first_fit", "yes"]
-    bad = run("--trace", philly, *SMALL, "--wait", "both", "--per-job", "x.csv")
+    bad = run_gpu("--trace", philly, *SMALL_GPU, "--wait", "both", "--per-job", "x.csv")
     assert (
         bad.returncode == 2 and "--per-job needs a single order, placement and wait" in bad.stderr
     )

@@ -3,12 +3,10 @@ a smaller machine sampled from the trace's own node list (`--nodes-every`,
 `gpu.nodes_every`); docs/gpu.md, "Load and machine size"."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from simhelpers import TINY_GPU
+from simhelpers import SMALL_GPU, TINY_GPU, run_gpu
 
 from ddppo_hpc.config import ConfigError, load_config
 from ddppo_hpc.data import convert
@@ -17,14 +15,6 @@ from ddppo_hpc.gpu import training
 from ddppo_hpc.gpu.topology import from_nodes
 from ddppo_hpc.gpu.workload import GpuWorkload
 
-# test_gpu_cli's Philly extract: A (0 s, 100 s, 1 GPU), B (0, 10, 2), C (1, 20, 1), D (2, 10, 3)
-PHILLY = """timestamp,duration,num_gpus,gpu_time,cluster
-2017-10-09 07:00:00,100.0,1,100.0,aa
-2017-10-09 07:00:00,10.0,2,20.0,bb
-2017-10-09 07:00:01,20.0,1,20.0,aa
-2017-10-09 07:00:02,10.0,3,30.0,bb
-"""
-SMALL = ["--racks", "1", "--machines-per-rack", "2", "--gpus-per-machine", "2"]
 # Types (model, GPUs): T4 x 2 at n0, n2, n3; G3 x 8 at n1, n4; T4 x 4 at n6; n5 has no GPU.
 NODE_ROWS = [
     ("n0", 64000, 262144, 2, "T4"),
@@ -37,22 +27,6 @@ NODE_ROWS = [
 ]
 NODES = [",".join(map(str, row)) for row in NODE_ROWS]
 PODS = [f"p{i},6000,12288,{1 + i % 2},1000,,BE,Succeeded,{i},{600 + i},{i}" for i in range(40)]
-
-
-def run(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "ddppo_hpc.gpu", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-@pytest.fixture
-def philly(tmp_path):
-    path = tmp_path / "philly.csv"
-    path.write_text(PHILLY)
-    return path
 
 
 @pytest.fixture
@@ -106,7 +80,7 @@ def test_load_scale_multiplies_the_submit_times():
 
 
 def test_load_scale_schedule_by_hand(philly):
-    out = run("--trace", philly, *SMALL, "--load-scale", "0.5", "--json")
+    out = run_gpu("--trace", philly, *SMALL_GPU, "--load-scale", "0.5", "--json")
     assert out.returncode == 0, out.stderr
     m = json.loads(out.stdout)
     # submits 0, 0, 0.5, 1: A on {0} to 100, B on {1, 2} to 11.5, C on {3} 0.5 to 20.5, D on
@@ -116,20 +90,20 @@ def test_load_scale_schedule_by_hand(philly):
     assert m["offered_load"] == pytest.approx(170 / (4 * 1))  # over 1 s instead of 2
     # within the 1 s of arrivals: A 1 s, B 2 x 1 s, C 0.5 s, D 0, on 4 GPUs
     assert m["arrival_load"] == pytest.approx(3.5 / 4)
-    assert json.loads(run("--trace", philly, *SMALL, "--json").stdout)["load_scale"] == 1.0
-    table = run("--trace", philly, *SMALL, "--load-scale", "0.5")
+    assert json.loads(run_gpu("--trace", philly, *SMALL_GPU, "--json").stdout)["load_scale"] == 1.0
+    table = run_gpu("--trace", philly, *SMALL_GPU, "--load-scale", "0.5")
     assert "load of the chosen jobs 42.50, 0.88 within their arrivals (submit times x 0.5)" in (
         table.stdout
     )
 
 
 def test_nodes_every_in_the_command(alibaba):
-    out = run(
+    out = run_gpu(
         "--trace", alibaba, "--nodes-topology", "--nodes-every", "2", "--machines-per-rack", 2
     )
     assert out.returncode == 0, out.stderr
     assert "40 jobs on 16 GPUs in 4 machines" in out.stdout  # n0, n1, n3, n6
-    whole = run("--trace", alibaba, "--nodes-topology")
+    whole = run_gpu("--trace", alibaba, "--nodes-topology")
     assert "40 jobs on 26 GPUs in 6 machines" in whole.stdout
 
 
@@ -144,7 +118,7 @@ def test_nodes_every_in_the_command(alibaba):
     ],
 )
 def test_bad_scale_values_are_one_line(philly, args, message):
-    out = run("--trace", philly, *SMALL, *args)
+    out = run_gpu("--trace", philly, *SMALL_GPU, *args)
     lines = out.stderr.splitlines()
     assert out.returncode == 2 and message in lines[-1]
     assert all(line.startswith(("usage:", " ")) for line in lines[:-1])  # argparse's usage
