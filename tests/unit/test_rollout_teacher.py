@@ -50,14 +50,14 @@ def test_the_rollout_teacher_picks_the_job_whose_best_continuation_is_best():
     assert info["avg_bsld"][0] == pytest.approx((1 + 1.109 + 10.9 + 11.9) / 4)
 
 
-def fresh(trace, spec: dict, start: int, actions: list[int]) -> VecSchedulingEnv:
-    """An environment on the window at `start` after `actions`, with its observation."""
+def fresh(trace, spec: dict, start: int, actions: list[int]) -> tuple[VecSchedulingEnv, dict]:
+    """An environment on the window at `start` after `actions`, and its observation."""
     env = VecSchedulingEnv(trace, 1, **spec, heuristic_ranks=True)
     env.reset()
-    env.last = env.begin_at([start])
+    obs = env.begin_at([start])
     for a in actions:
-        env.last, *_ = env.step(np.array([a]))
-    return env
+        obs, *_ = env.step(np.array([a]))
+    return env, obs
 
 
 def order_pick(obs: dict, order: str) -> int:
@@ -72,7 +72,7 @@ def order_pick(obs: dict, order: str) -> int:
 
 def rollout_bsld(trace, spec, start, actions, first: int, order: str) -> float:
     """The window's avg bsld after `actions`, then `first`, then the order's picks."""
-    env, action = fresh(trace, spec, start, actions), first
+    (env, _), action = fresh(trace, spec, start, actions), first
     while True:
         obs, _, terminated, _, info = env.step(np.array([action]))
         if terminated[0]:
@@ -82,8 +82,8 @@ def rollout_bsld(trace, spec, start, actions, first: int, order: str) -> float:
 
 def reference_pick(trace, spec, start, actions) -> int:
     """The rollout teacher's pick, every rollout on a fresh environment."""
-    env = fresh(trace, spec, start, actions)
-    picks = list(dict.fromkeys(order_pick(env.last, o) for o in HEURISTICS))
+    _, obs = fresh(trace, spec, start, actions)
+    picks = list(dict.fromkeys(order_pick(obs, o) for o in HEURISTICS))
     if len(picks) == 1:
         return picks[0]
     outcomes = [(rollout_bsld(trace, spec, start, actions, k, o), c) for c, k in
