@@ -10,6 +10,8 @@ import numpy as np
 import torch
 from reference_sim import Job
 
+from ddppo_hpc.data import convert
+from ddppo_hpc.data.gpu import ALIBABA_NODES_HEADER, ALIBABA_PODS_HEADER
 from ddppo_hpc.data.trace import Trace
 
 
@@ -127,3 +129,16 @@ def run_gpu(*args) -> subprocess.CompletedProcess:
         text=True,
         timeout=120,
     )
+
+
+def alibaba_store(directory: Path, nodes: list[str], pods: list[str]) -> Path:
+    """An Alibaba GPU 2023 extract (pod and node CSV rows) converted to a store in
+    `directory`; the store's path."""
+
+    for name, header, rows in (
+        ("pods", ALIBABA_PODS_HEADER, pods),
+        ("nodes", ALIBABA_NODES_HEADER, nodes),
+    ):
+        (directory / f"{name}.csv").write_text("\n".join([",".join(header), *rows]) + "\n")
+    convert.convert([directory / "pods.csv", directory / "nodes.csv"], directory / "store")
+    return directory / "store"

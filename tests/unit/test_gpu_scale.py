@@ -6,11 +6,9 @@ import json
 
 import numpy as np
 import pytest
-from simhelpers import SMALL_GPU, TINY_GPU, run_gpu
+from simhelpers import SMALL_GPU, TINY_GPU, alibaba_store, run_gpu
 
 from ddppo_hpc.config import ConfigError, load_config
-from ddppo_hpc.data import convert
-from ddppo_hpc.data.gpu import ALIBABA_NODES_HEADER, ALIBABA_PODS_HEADER
 from ddppo_hpc.gpu import training
 from ddppo_hpc.gpu.topology import from_nodes
 from ddppo_hpc.gpu.workload import GpuWorkload
@@ -31,13 +29,7 @@ PODS = [f"p{i},6000,12288,{1 + i % 2},1000,,BE,Succeeded,{i},{600 + i},{i}" for 
 
 @pytest.fixture
 def alibaba(tmp_path):
-    for name, header, rows in (
-        ("pods", ALIBABA_PODS_HEADER, PODS),
-        ("nodes", ALIBABA_NODES_HEADER, NODES),
-    ):
-        (tmp_path / f"{name}.csv").write_text("\n".join([",".join(header), *rows]) + "\n")
-    convert.convert([tmp_path / "pods.csv", tmp_path / "nodes.csv"], tmp_path / "store")
-    return tmp_path / "store"
+    return alibaba_store(tmp_path, NODES, PODS)
 
 
 def test_nodes_every_keeps_the_first_of_every_k_nodes_of_each_type():

@@ -7,11 +7,9 @@ import sys
 import numpy as np
 import pytest
 import torch
-from simhelpers import TINY_GPU
+from simhelpers import TINY_GPU, alibaba_store
 
 from ddppo_hpc.config import ConfigError, load_config
-from ddppo_hpc.data import convert
-from ddppo_hpc.data.gpu import ALIBABA_NODES_HEADER, ALIBABA_PODS_HEADER
 from ddppo_hpc.dist import context
 from ddppo_hpc.gpu import training
 from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
@@ -52,13 +50,7 @@ PODS = [f"p{i},6000,12288,{1 + i % 2},1000,,BE,Succeeded,{i},{600 + i},{i}" for 
 
 
 def test_nodes_topology_is_the_traces_own_node_list(tmp_path):
-    for name, header, rows in (
-        ("pods", ALIBABA_PODS_HEADER, PODS),
-        ("nodes", ALIBABA_NODES_HEADER, NODES),
-    ):
-        (tmp_path / f"{name}.csv").write_text("\n".join([",".join(header), *rows]) + "\n")
-    convert.convert([tmp_path / "pods.csv", tmp_path / "nodes.csv"], tmp_path / "store")
-    overrides = [f"data.trace={tmp_path / 'store'}", "gpu.mode=placement"]
+    overrides = [f"data.trace={alibaba_store(tmp_path, NODES, PODS)}", "gpu.mode=placement"]
     config = load_config(None, [*overrides, "gpu.nodes_topology=true", "gpu.machines_per_rack=1"])
     machines = training.cluster_of(config).machines
     assert machines.gpus.tolist() == [2, 8] and machines.model == ("P100", "G3")
