@@ -94,17 +94,16 @@ struct PyBatchEnv {
 
 PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> runtime,
                      Column<double> requested_time, Column<int32_t> procs, Column<int64_t> user,
-                     Column<int32_t> user_index, int32_t users, Column<int32_t> group_index,
-                     int32_t groups, int32_t machine_procs, size_t window_jobs, size_t max_queue,
-                     const std::string& policy, const std::string& backfill,
-                     const std::string& estimate, const std::string& reward,
-                     const std::string& baseline, bool dense, bool wait, bool history,
-                     bool agent_backfill, bool heuristic_ranks, bool fit_times,
+                     Column<int32_t> user_index, int32_t users, int32_t machine_procs,
+                     size_t window_jobs, size_t max_queue, const std::string& policy,
+                     const std::string& backfill, const std::string& estimate,
+                     const std::string& reward, const std::string& baseline, bool dense, bool wait,
+                     bool history, bool agent_backfill, bool heuristic_ranks, bool fit_times,
                      const std::string& teacher, const std::vector<uint64_t>& seeds) {
   ddppo::Workload w = workload(id, submit, runtime, requested_time, procs, user);
-  if (user_index.shape(0) != w.size || group_index.shape(0) != w.size)
-    throw std::invalid_argument("user and group indices differ in length from the jobs");
-  ddppo::Accounts accounts{user_index.data(), users, group_index.data(), groups};
+  if (user_index.shape(0) != w.size)
+    throw std::invalid_argument("user indices differ in length from the jobs");
+  ddppo::Accounts accounts{user_index.data(), users};
   if (teacher != "backfill_order" && teacher != "best" && teacher != "rollout")
     throw std::invalid_argument("unknown teacher '" + teacher +
                                 "' (backfill_order, best, rollout)");
@@ -129,9 +128,8 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
       heuristic_ranks,
       fit_times};
   std::vector<nb::object> keep;
-  for (nb::handle h :
-       {nb::cast(id), nb::cast(submit), nb::cast(runtime), nb::cast(requested_time),
-        nb::cast(procs), nb::cast(user), nb::cast(user_index), nb::cast(group_index)})
+  for (nb::handle h : {nb::cast(id), nb::cast(submit), nb::cast(runtime), nb::cast(requested_time),
+                       nb::cast(procs), nb::cast(user), nb::cast(user_index)})
     keep.push_back(nb::borrow(h));
   return new PyBatchEnv{std::move(keep), ddppo::BatchEnv(w, accounts, config, seeds), {}, {}};
 }
@@ -182,10 +180,10 @@ NB_MODULE(_core, m) {
   m.attr("FIT_JOB_FEATURES") = ddppo::kFitJobFeatures;
   nb::class_<PyBatchEnv>(m, "BatchEnv")
       .def(nb::new_(&make_env), "id"_a, "submit"_a, "runtime"_a, "requested_time"_a, "procs"_a,
-           "user"_a, "user_index"_a, "users"_a, "group_index"_a, "groups"_a, "machine_procs"_a,
-           "window_jobs"_a, "max_queue"_a, "policy"_a, "backfill"_a, "estimate"_a, "reward"_a,
-           "baseline"_a, "dense"_a, "wait"_a, "history"_a, "agent_backfill"_a, "heuristic_ranks"_a,
-           "fit_times"_a, "teacher"_a, "seeds"_a)
+           "user"_a, "user_index"_a, "users"_a, "machine_procs"_a, "window_jobs"_a, "max_queue"_a,
+           "policy"_a, "backfill"_a, "estimate"_a, "reward"_a, "baseline"_a, "dense"_a, "wait"_a,
+           "history"_a, "agent_backfill"_a, "heuristic_ranks"_a, "fit_times"_a, "teacher"_a,
+           "seeds"_a)
       .def("__len__", [](const PyBatchEnv& e) { return e.env.size(); })
       .def_prop_ro("slots", [](const PyBatchEnv& e) { return e.env.slots(); })
       .def_prop_ro("job_features", [](const PyBatchEnv& e) { return e.env.job_features(); })

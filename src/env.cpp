@@ -240,23 +240,21 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     f[0] = static_cast<float>(std::min((now - w_.submit[j]) / kTimeScale, 1.0));
     f[1] = static_cast<float>(std::min(w_.requested_time[j] / kTimeScale, 1.0));
     f[2] = static_cast<float>(w_.procs[j] / machine);
-    f[3] = static_cast<float>((u + 1.0) / (accounts_.users + 1.0));
-    f[4] = static_cast<float>((accounts_.group[j] + 1.0) / (accounts_.groups + 1.0));
-    f[5] = w_.procs[j] <= s.free_procs() ? 1.0f : 0.0f;
-    f[6] = static_cast<float>(e.running_procs[u] / machine);
-    f[7] = static_cast<float>(std::min(e.queued_work[u] / (machine * kTimeScale), 1.0));
-    f[8] = 1.0f;
+    f[3] = w_.procs[j] <= s.free_procs() ? 1.0f : 0.0f;
+    f[4] = static_cast<float>(e.running_procs[u] / machine);
+    f[5] = static_cast<float>(std::min(e.queued_work[u] / (machine * kTimeScale), 1.0));
+    f[6] = 1.0f;
     // Log scales resolve what the linear ones squash: requests and waits span seconds to
     // days, sizes 1 to the machine (F1's and WFP3's scores are built on such terms).
-    f[9] = static_cast<float>(std::min(std::log10(1.0 + w_.requested_time[j]) / kLogDecades, 1.0));
-    f[10] = static_cast<float>(std::min(std::log10(1.0 + now - w_.submit[j]) / kLogDecades, 1.0));
-    f[11] = static_cast<float>(log_machine > 0 ? std::log2(w_.procs[j]) / log_machine : 0.0);
+    f[7] = static_cast<float>(std::min(std::log10(1.0 + w_.requested_time[j]) / kLogDecades, 1.0));
+    f[8] = static_cast<float>(std::min(std::log10(1.0 + now - w_.submit[j]) / kLogDecades, 1.0));
+    f[9] = static_cast<float>(log_machine > 0 ? std::log2(w_.procs[j]) / log_machine : 0.0);
     mask[k] = !s.backfilling() || s.backfill_allows(j);
   }
-  // Feature 12: the job's rank under F1 (Carastan-Neto and de Camargo, 2017), a score fitted
+  // Feature 10: the job's rank under F1 (Carastan-Neto and de Camargo, 2017), a score fitted
   // to Lublin-model workloads and the strongest of the classic heuristics there: a prior
   // the agent can follow, or learn when to leave.
-  write_ranks(e, Policy::kF1, jobs, 12);
+  write_ranks(e, Policy::kF1, jobs, 10);
   for (const auto& r : s.running()) e.running_procs[accounts_.user[r.job]] = 0;
   for (size_t k = 0; k < visible; ++k) e.queued_work[accounts_.user[queue[k]]] = 0;
   float* c = out.cluster + i * cluster_features();
@@ -288,8 +286,8 @@ void BatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
     if (s.start_times()[r.job - e.begin] + w_.runtime[r.job] == next) freed += w_.procs[r.job];
   f[0] = static_cast<float>(std::min(gap / kTimeScale, 1.0));
   f[2] = static_cast<float>(freed / static_cast<double>(config_.machine_procs));
-  f[8] = -1.0f;
-  f[10] = static_cast<float>(std::min(std::log10(1.0 + gap) / kLogDecades, 1.0));
+  f[6] = -1.0f;
+  f[8] = static_cast<float>(std::min(std::log10(1.0 + gap) / kLogDecades, 1.0));
 }
 
 // The committed job's shadow time, EASY's extra procs and the committed job's size at a
@@ -390,7 +388,7 @@ void BatchEnv::track(Env& e, int32_t picked) const {
   h.shown.assign(queue.begin(), queue.end());
 }
 
-// Features 13 to 19 of the visible jobs and cluster features 3 to 8 (docs/environment.md,
+// Features 11 to 17 of the visible jobs and cluster features 3 to 8 (docs/environment.md,
 // "History"): EASY++ and the user's history per job, the queue past slot K.
 void BatchEnv::observe_history(const Env& e, float* jobs, float* cluster) const {
   const History& h = e.history;
@@ -459,7 +457,7 @@ void BatchEnv::write_ranks(Env& e, Policy p, float* jobs, size_t column) const {
 
 // Writes into column `column` of each visible job's row how long until it fits (docs/
 // environment.md, "Fit times"): the running jobs free their procs at their estimated ends
-// (start + requested time), in that order; 0 where it fits now, log scale as feature 10.
+// (start + requested time), in that order; 0 where it fits now, log scale as feature 8.
 void BatchEnv::write_fit_times(Env& e, float* jobs, size_t column) const {
   const Simulator& s = *e.sim;
   const std::vector<Running>& running = s.running();

@@ -27,7 +27,7 @@ namespace ddppo {
 enum class Reward { kBsld, kWait, kUtilization, kFairshare };
 Reward parse_reward(const std::string& name);
 
-constexpr size_t kJobFeatures = 13;
+constexpr size_t kJobFeatures = 11;
 constexpr size_t kClusterFeatures = 3;
 // With `history`: per job slot, EASY++ and its user's history; per cluster, the queue past K
 // (docs/environment.md, "History").
@@ -36,7 +36,7 @@ constexpr size_t kHistoryClusterFeatures = 6;
 // With `agent_backfill`: per cluster, what a backfill decision is about (docs/environment.md,
 // "Agent backfilling").
 constexpr size_t kBackfillClusterFeatures = 4;
-// With `heuristic_ranks`: per job slot, its rank under each of kRankedPolicies, as feature 12
+// With `heuristic_ranks`: per job slot, its rank under each of kRankedPolicies, as feature 10
 // is F1's (docs/environment.md, "Heuristic ranks").
 constexpr size_t kRankJobFeatures = 4;
 constexpr std::array<Policy, kRankJobFeatures> kRankedPolicies = {Policy::kSjf, Policy::kWfp3,
@@ -87,12 +87,11 @@ struct EnvConfig {
   bool fit_times = false;
 };
 
-// Per-job dense ids (0-based) of users and groups, for the multi-user features.
+// Per-job dense user ids (0-based), for the per-user features; a job the log gives no user
+// is a user of its own (docs/environment.md, "Observation").
 struct Accounts {
   const int32_t* user = nullptr;
   int32_t users = 0;
-  const int32_t* group = nullptr;
-  int32_t groups = 0;
 };
 
 // Where step() and reset() write, one row per environment.

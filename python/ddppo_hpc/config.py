@@ -77,7 +77,7 @@ class EnvConfig:
     # (docs/environment.md, "Agent backfilling")
     agent_backfill: bool = False
     # each job slot also shows its rank among the visible jobs under SJF, WFP3, UNICEP and
-    # SJBF (EASY++ predictions), as feature 12 does under F1 (docs/environment.md, "Heuristic
+    # SJBF (EASY++ predictions), as feature 10 does under F1 (docs/environment.md, "Heuristic
     # ranks"). Off: the observation of before
     heuristic_ranks: bool = False
     # per job slot, after the ranks: how long until the job fits, the running jobs ending at

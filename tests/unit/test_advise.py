@@ -42,7 +42,7 @@ def decision_queues(trace, begin: int, window: int, picks: list[int], starts: np
         busy = sum(r.procs for r in running)
         pending = [
             Pending(j, float(trace.submit[j]), float(trace.requested_time[j]),
-                    int(trace.procs[j]), int(trace.user[j]), int(trace.group[j]))
+                    int(trace.procs[j]), int(trace.user[j]))
             for j in waiting
         ]  # fmt: skip
         yield Queue(now, trace.machine_procs, trace.machine_procs - busy, pending, running, [])
@@ -69,11 +69,10 @@ def test_observation_equals_the_environments_at_every_decision(max_queue, wait):
         obs, _, terminated, _, info = env.step(np.array(picks[-1:], dtype=np.int32))
     begin = int(info["episode_start"][0])
     starts = env.last_start_times(0)
-    users, groups = np.unique(trace.user).tolist(), np.unique(trace.group).tolist()
     queues = list(decision_queues(trace, begin, window, picks, starts))
     assert max(len(q.pending) for q in queues) > max_queue or max_queue == 64
     for expected, queue in zip(seen, queues, strict=True):
-        built = observation(queue, max_queue, users, groups, wait)
+        built = observation(queue, max_queue, wait)
         assert np.array_equal(built["cluster"], expected["cluster"])
         assert np.array_equal(built["jobs"][:, :max_queue], expected["jobs"][:, :max_queue])
         assert np.array_equal(
@@ -118,7 +117,7 @@ def test_the_order_is_the_policys_with_the_heuristic_ranks_beside_it(run_dir):
     policy = trained_policy(loaded, config, cli.JOB_FEATURES, cli.CLUSTER_FEATURES)
     queue = read_snapshot(str(DATA / "busy.json"))
     advice = cli.advise(queue, policy, config.env)
-    obs = observation(queue, 16, [0, 65534], [0])
+    obs = observation(queue, 16)
     with torch.no_grad():
         logits, _ = policy(*(torch.from_numpy(obs[k]) for k in ("jobs", "cluster", "action_mask")))
     probs = torch.softmax(logits[0, :3], dim=0)
@@ -133,7 +132,7 @@ def test_jobs_past_slot_k_follow_the_scored_ones_in_queue_order(run_dir):
     loaded = load_checkpoint(run_dir)
     config = run_config(loaded)
     policy = trained_policy(loaded, config, cli.JOB_FEATURES, cli.CLUSTER_FEATURES)
-    pending = [Pending(j, 100.0 + j, 60.0 * (20 - j), 1 + j % 4, j % 3, 0) for j in range(20)]
+    pending = [Pending(j, 100.0 + j, 60.0 * (20 - j), 1 + j % 4, j % 3) for j in range(20)]
     queue = Queue(1000.0, 8, 2, pending, [Running(99, 6, 1, 2000.0)], [])
     advice = cli.advise(queue, policy, config.env)  # K = 16
     assert sorted(advice.order[:16]) == list(range(16)) and advice.order[16:] == [16, 17, 18, 19]
@@ -150,7 +149,7 @@ def test_a_queue_without_pending_jobs_has_no_decision(run_dir):
 
 def test_priorities_are_the_ordered_jobs_own_largest_first():
     def given(priorities, order):
-        pending = [Pending(j, 0.0, 60.0, 1, 0, 0, p) for j, p in enumerate(priorities)]
+        pending = [Pending(j, 0.0, 60.0, 1, 0, p) for j, p in enumerate(priorities)]
         advice = cli.Advice(Queue(0.0, 4, 4, pending, [], []), order, [], [], [])
         return [(job.job_id, p) for job, p in cli.priorities(advice)]
 

@@ -19,7 +19,12 @@ from ddppo_hpc.config import ConfigError, EnvConfig, load_config
 from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.dist import context
 from ddppo_hpc.env import EPISODE_METRICS, SchedulingEnv, VecSchedulingEnv
-from ddppo_hpc.env.vector import CLUSTER_FEATURES, HISTORY_CLUSTER_FEATURES, feature_widths
+from ddppo_hpc.env.vector import (
+    CLUSTER_FEATURES,
+    HISTORY_CLUSTER_FEATURES,
+    JOB_FEATURES,
+    feature_widths,
+)
 from ddppo_hpc.sim import ESTIMATES, POLICIES, simulate
 from ddppo_hpc.train import train
 
@@ -48,8 +53,8 @@ def decision(obs):
 
 def stop_row(gap, freed):
     """Slot K's features: the time to the next event and the procs that free up then."""
-    row = np.zeros(13, dtype=np.float32)
-    row[[0, 2, 8, 10]] = [min(gap / T, 1), freed, -1, min(np.log10(1 + gap) / 6, 1)]
+    row = np.zeros(JOB_FEATURES, dtype=np.float32)
+    row[[0, 2, 6, 8]] = [min(gap / T, 1), freed, -1, min(np.log10(1 + gap) / 6, 1)]
     return row
 
 
@@ -67,7 +72,7 @@ EASY = [
 def test_easy_backfill_decisions_by_hand():
     env = env_of(EASY, "easy")
     obs, _ = env.reset()
-    assert obs["jobs"].shape == (1, K + 1, 13) and obs["cluster"].shape == (1, 7)
+    assert obs["jobs"].shape == (1, K + 1, JOB_FEATURES) and obs["cluster"].shape == (1, 7)
     assert decision(obs) == ([True] * K + [False], [0, 0, 0, 0])  # a pick: no stop
     obs, _ = play(env, [0, 0])  # J1 starts; J2 is committed: a backfill decision at 0
     assert decision(obs) == (
@@ -238,10 +243,10 @@ def test_config_env_agent_backfill():
 
 
 class AlwaysStop(torch.nn.Module):
-    """Prefers slot K (its feature 8 is -1, a job's 1), else the first job slot."""
+    """Prefers slot K (its feature 6 is -1, a job's 1), else the first job slot."""
 
     def forward(self, jobs, cluster, mask):
-        return -jobs[..., 8], jobs.new_zeros(len(jobs))
+        return -jobs[..., 6], jobs.new_zeros(len(jobs))
 
 
 @pytest.mark.parametrize("agent_backfill", [False, True])

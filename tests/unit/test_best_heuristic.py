@@ -16,7 +16,7 @@ from ddppo_hpc.config import ConfigError, load_config
 from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.env import VecSchedulingEnv
 from ddppo_hpc.env.mixed import MixedVecEnv
-from ddppo_hpc.env.vector import RANK_JOB_FEATURES, feature_widths
+from ddppo_hpc.env.vector import JOB_FEATURES, RANK_JOB_FEATURES, feature_widths
 from ddppo_hpc.sim import POLICIES, simulate
 
 WINDOW = 100
@@ -47,7 +47,7 @@ def test_heuristic_ranks_by_hand():
     env.step(np.array([0]))  # A starts
     obs, *_ = env.step(np.array([0]))  # X waits for A's procs, then the decision at 100
     jobs = obs["jobs"][0]
-    assert jobs.shape == (3, 13 + RANK_JOB_FEATURES)
+    assert jobs.shape == (3, JOB_FEATURES + RANK_JOB_FEATURES)
     assert jobs[:, 0] * 12 * 3600 == pytest.approx([90, 80, 70])  # B, C, D
     # SJF r: 400, 400, 100: D, then B before C (a tie, queue order).
     # WFP3 -(w/r)^3 n: B -(90/400)^3 = -0.0114, C -(80/400)^3 * 2 = -0.016,
@@ -56,13 +56,13 @@ def test_heuristic_ranks_by_hand():
     #   D -70 / (2 * 100) = -0.35: B, D, C.
     # SJBF p: B 400 (no history), C min(100, 400) = 100 (A, of its user, ended at 100),
     #   D 100 (its request): C before D (a tie), then B.
-    # F1 (feature 12) log10(r) n + 870 log10(s): B 872.6, C 1137.1, D 1293.1: B, C, D.
+    # F1 (feature 10) log10(r) n + 870 log10(s): B 872.6, C 1137.1, D 1293.1: B, C, D.
     expected = {
-        12: [0, 1, 2],
-        13: [1, 2, 0],
-        14: [2, 1, 0],
-        15: [0, 2, 1],
-        16: [2, 0, 1],
+        JOB_FEATURES - 1: [0, 1, 2],
+        JOB_FEATURES: [1, 2, 0],
+        JOB_FEATURES + 1: [2, 1, 0],
+        JOB_FEATURES + 2: [0, 2, 1],
+        JOB_FEATURES + 3: [2, 0, 1],
     }
     for column, ranks in expected.items():
         assert jobs[:, column].tolist() == pytest.approx(np.array(ranks) / 3), column
@@ -80,7 +80,7 @@ def test_ranks_follow_the_history_features(trace):
     for _ in range(150):
         assert np.array_equal(a["jobs"], b["jobs"][..., :width])
         assert np.array_equal(a["cluster"], b["cluster"])
-        visible = b["jobs"][..., 8].sum(axis=1).astype(int)
+        visible = b["jobs"][..., 6].sum(axis=1).astype(int)
         for i, n in enumerate(visible):  # each column: the ranks 0 .. n - 1, over K
             ranks = np.sort(b["jobs"][i, :n, width:] * 32, axis=0)
             assert np.allclose(ranks, np.arange(n)[:, None])

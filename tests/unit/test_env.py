@@ -1,5 +1,7 @@
 """The RL environment: exact against the simulator, observations, rewards, Gymnasium API."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
@@ -8,6 +10,7 @@ from simhelpers import trace_of
 
 from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.env import EPISODE_METRICS, SchedulingEnv, VecSchedulingEnv
+from ddppo_hpc.env.vector import JOB_FEATURES, user_indices
 from ddppo_hpc.sim import BACKFILLS, ESTIMATES, POLICIES, simulate
 
 WINDOW = 150
@@ -65,20 +68,40 @@ def test_observation_features_by_hand():
     jobs, cluster = obs["jobs"][0], obs["cluster"][0]
     assert obs["action_mask"][0].tolist() == [True, True, True]
     half_day = 12 * 3600
-    # Job 2: waited 0 s, asks 10 s, 2 of 4 procs, user 8 (second of 2 users), cannot start
-    # (1 proc free), user 8 runs nothing, queued work of user 8: 2*10 + 4*50 proc-seconds;
-    # log10(1 + 10) / 6, log10(1 + 0) / 6, log2(2) / log2(4).
-    expected = [0, 10 / half_day, 0.5, 2 / 3, 1 / 2, 0, 0, 220 / (4 * half_day), 1]
+    # Job 2: waited 0 s, asks 10 s, 2 of 4 procs, cannot start (1 proc free), its user 8
+    # runs nothing, queued work of user 8: 2*10 + 4*50 proc-seconds; log10(1 + 10) / 6,
+    # log10(1 + 0) / 6, log2(2) / log2(4).
+    expected = [0, 10 / half_day, 0.5, 0, 0, 220 / (4 * half_day), 1]
     expected += [np.log10(11) / 6, 0, 0.5, 0]
     assert jobs[0].tolist() == pytest.approx(expected)
     # Job 3: user 7 runs 3 of 4 procs; it fits in the free proc; 1 proc: log2 term 0.
-    assert jobs[1][5] == 1 and jobs[1][6] == pytest.approx(0.75)
+    assert jobs[1][3] == 1 and jobs[1][4] == pytest.approx(0.75)
     assert jobs[1][1] == pytest.approx(7200 / half_day)
-    assert jobs[1][9] == pytest.approx(np.log10(7201) / 6) and jobs[1][11] == 0
+    assert jobs[1][7] == pytest.approx(np.log10(7201) / 6) and jobs[1][9] == 0
     # F1 = log10(r) * n + 870 log10(10): 2 (job 2), 3.86 (job 3), 6.80 (job 4): ranks / K.
-    assert [jobs[k][12] for k in range(3)] == pytest.approx([0, 1 / 3, 2 / 3])
+    assert [jobs[k][10] for k in range(3)] == pytest.approx([0, 1 / 3, 2 / 3])
     # Cluster: 1 of 4 procs free; job 1 has 190 s of its 200 s request left on 3 procs.
     assert cluster.tolist() == pytest.approx([0.25, 3 * 190 / (4 * half_day), 1.0])
+
+
+def test_a_job_without_a_user_is_a_user_of_its_own():
+    # tiny_env's trace with user -1 (SWF: unknown) for every job: no job shares a user's
+    # running procs or queued work with another.
+    env = tiny_env(backfill="none")
+    env = VecSchedulingEnv(
+        dataclasses.replace(env.trace, user=np.full(4, -1)), 1, window_jobs=4, max_queue=3,
+        backfill="none", history=True,
+    )  # fmt: skip
+    env.reset()
+    obs, *_ = env.step(np.array([0]))
+    jobs, half_day, K = obs["jobs"][0], 12 * 3600, 3
+    assert jobs[:, 4].tolist() == [0, 0, 0]  # job 1's 3 procs are its user's alone
+    own_work = [2 * 10, 1 * 7200, 4 * 50]
+    assert jobs[:, 5].tolist() == pytest.approx([w / (4 * half_day) for w in own_work])
+    running, waiting = jobs[:, JOB_FEATURES + 5], jobs[:, JOB_FEATURES + 6]
+    assert running.tolist() == [0] * 3 and waiting.tolist() == pytest.approx([1 / K] * 3)
+    dense, users = user_indices(np.array([5, -1, 3, -1, 5]))
+    assert dense.tolist() == [1, 2, 0, 3, 1] and users == 4
 
 
 def test_invalid_actions_pick_the_oldest_job_and_rewards_come_at_the_end():

@@ -2,6 +2,8 @@
 and per-user history per job slot, the queue past slot K in the cluster features. By hand
 on tiny traces, against the observation without them, and against a full view of the queue."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from reference_sim import Job
@@ -21,7 +23,7 @@ def log_time(t):
 
 
 def history_row(predicted, request, ratio, mean, count, running, waiting, k):
-    """Features 13..19 of a job slot."""
+    """Features JOB_FEATURES .. JOB_FEATURES + 6 of a job slot."""
     return np.array(
         [
             log_time(predicted),
@@ -63,21 +65,22 @@ def test_history_features_by_hand():
     jobs = obs["jobs"][0]
     assert jobs.shape == (K, JOB_FEATURES + 7) and obs["cluster"].shape == (1, CLUSTER_FEATURES + 6)
     # t = 0: no history yet. J1 predicts its request; each user has one job waiting.
-    assert np.allclose(jobs[0, 13:], history_row(20, 20, 1, 0, 0, 0, 1, K))
-    assert np.allclose(jobs[1, 13:], history_row(40, 40, 1, 0, 0, 0, 1, K))
+    assert np.allclose(jobs[0, JOB_FEATURES:], history_row(20, 20, 1, 0, 0, 0, 1, K))
+    assert np.allclose(jobs[1, JOB_FEATURES:], history_row(40, 40, 1, 0, 0, 0, 1, K))
     obs = step(env, 0)  # J1 starts at 0; J2 alone at 0, B has nothing running yet
-    assert np.allclose(obs["jobs"][0, 0, 13:], history_row(40, 40, 1, 0, 0, 0, 1, K))
+    assert np.allclose(obs["jobs"][0, 0, JOB_FEATURES:], history_row(40, 40, 1, 0, 0, 0, 1, K))
     obs = step(env, 0)  # J2 waits for J1's end at 10 and starts; the decision is at 10
     jobs = obs["jobs"][0]
     # J1 ended exactly at 10: it counts. A: runtime 10 of request 20.
-    assert np.allclose(jobs[0, 13:], history_row(10, 50, 0.5, 10, 1, 0, 1, K))
+    assert np.allclose(jobs[0, JOB_FEATURES:], history_row(10, 50, 0.5, 10, 1, 0, 1, K))
     # B's J2 runs (B has no completed job): J4 predicts its request.
-    assert np.allclose(jobs[1, 13:], history_row(20, 20, 1, 0, 0, 1, 1, K))
+    assert np.allclose(jobs[1, JOB_FEATURES:], history_row(20, 20, 1, 0, 0, 1, 1, K))
     obs = step(env, 0)  # J3 starts at 10 (2 procs free); J4 waits
-    assert np.allclose(obs["jobs"][0, 0, 13:], history_row(20, 20, 1, 0, 0, 1, 1, K))
+    assert np.allclose(obs["jobs"][0, 0, JOB_FEATURES:], history_row(20, 20, 1, 0, 0, 1, 1, K))
     obs = step(env, 0)  # J4 waits for J2's end at 40; the queue is empty until J5 at 50
     # A: J1 (10 of 20) and J3 (5 of 50): mean runtime 7.5, mean ratio (0.5 + 0.1) / 2.
-    assert np.allclose(obs["jobs"][0, 0, 13:], history_row(7.5, 100, 0.3, 7.5, 2, 0, 1, K))
+    expected = history_row(7.5, 100, 0.3, 7.5, 2, 0, 1, K)
+    assert np.allclose(obs["jobs"][0, 0, JOB_FEATURES:], expected)
     assert np.array_equal(obs["cluster"][0, 3:], np.zeros(6))  # nothing past slot K
 
 
@@ -136,7 +139,7 @@ def test_queue_beyond_k_by_hand():
     hidden_work = (3 + 5 + 8) * 3600 / (8 * T)
     expected = [3 / 6, np.log10(1 + hidden_work) / 2, 0, 0, 1 / 3, 2 / 3]
     assert np.allclose(obs["cluster"][0, 3:], expected)
-    assert np.allclose(obs["jobs"][0, :, 19], [1, 1])  # B: 5 waiting, capped at K = 2
+    assert np.allclose(obs["jobs"][0, :, JOB_FEATURES + 6], [1, 1])  # B: 5 waiting, capped at K = 2
     obs = step(env, 1)  # J2 waits for J0's end at 100 and starts: J1, J3 shown; J5, J8 hidden
     hidden_work = (5 + 8) * 3600 / (8 * T)
     assert np.allclose(obs["cluster"][0, 3:], [2 / 6, np.log10(1 + hidden_work) / 2, 0, 0, 0, 1])
@@ -146,6 +149,11 @@ def test_hidden_summary_matches_a_full_view_of_the_queue():
     # FCFS picks slot 0 whatever K is: a run with K = 4 and one with every job visible take
     # the same decisions (EASY backfills hidden jobs too), and the full one shows the queue.
     trace = generate(1200, machine_procs=64, seed=8)
+
+    def user_of(procs):  # every job's user, as the rows show it: by its size
+        return procs.astype(np.int64) % 5
+
+    trace = dataclasses.replace(trace, user=user_of(trace.procs))
     window, small = 120, 4
     full_env = VecSchedulingEnv(trace, 1, window, window, backfill="easy", seed=2, history=True)
     small_env = VecSchedulingEnv(trace, 1, window, small, backfill="easy", seed=2, history=True)
@@ -159,7 +167,7 @@ def test_hidden_summary_matches_a_full_view_of_the_queue():
         assert cluster[0] == pytest.approx(len(hidden) / window)
         if len(hidden):
             procs = np.rint(hidden[:, 2] * 64)
-            request = 10 ** (6 * hidden[:, 9].astype(np.float64)) - 1  # feature 9, below 10^6 s
+            request = 10 ** (6 * hidden[:, 7].astype(np.float64)) - 1  # feature 7, below 10^6 s
             work = (procs * request).sum() / (64 * T)
             assert cluster[1] == pytest.approx(np.log10(1 + work) / 2, rel=1e-4)
             classes = np.select([procs <= 8, procs <= 16, procs <= 32], [0, 1, 2], 3)
@@ -167,10 +175,11 @@ def test_hidden_summary_matches_a_full_view_of_the_queue():
             assert np.allclose(cluster[2:], fractions)
             hidden_seen += 1
         # The users' waiting counts, over the whole queue (K = window: no cap reached).
-        users = rows[:, 3]
-        for row in rows:
-            assert row[19] == pytest.approx((users == row[3]).sum() / window)
-        assert np.array_equal(part["jobs"][0][:, 13:18], full["jobs"][0][:small, 13:18])
+        users = user_of(np.rint(rows[:, 2] * 64))
+        H = slice(JOB_FEATURES, JOB_FEATURES + 5)  # the EASY++ and recent-history features
+        for row, user in zip(rows, users, strict=True):
+            assert row[JOB_FEATURES + 6] == pytest.approx((users == user).sum() / window)
+        assert np.array_equal(part["jobs"][0][:, H], full["jobs"][0][:small, H])
         full, _, done, *_ = full_env.step(np.zeros(1, dtype=np.int32))
         part, *_ = small_env.step(np.zeros(1, dtype=np.int32))
         if done[0]:

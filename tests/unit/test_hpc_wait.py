@@ -15,6 +15,7 @@ from ddppo_hpc.config import ConfigError, EnvConfig, load_config
 from ddppo_hpc.data.synthetic import generate
 from ddppo_hpc.dist import context
 from ddppo_hpc.env import SchedulingEnv, VecSchedulingEnv
+from ddppo_hpc.env.vector import JOB_FEATURES
 from ddppo_hpc.sim import BACKFILLS, simulate
 from ddppo_hpc.train import Trainer, train
 
@@ -31,8 +32,8 @@ def env_of(jobs, backfill="none", **options):
 
 def wait_row(gap, freed=0.0):
     """The wait slot's features: the time to the next event and the procs freed then."""
-    row = np.zeros(13, dtype=np.float32)
-    row[[0, 2, 8, 10]] = [min(gap / T, 1), freed, -1, min(np.log10(1 + gap) / 6, 1)]
+    row = np.zeros(JOB_FEATURES, dtype=np.float32)
+    row[[0, 2, 6, 8]] = [min(gap / T, 1), freed, -1, min(np.log10(1 + gap) / 6, 1)]
     return row
 
 
@@ -50,7 +51,7 @@ BIG_AFTER_SMALL = [Job(1, 0, 10, 2, 10, 1), Job(2, 0, 100, 2, 100, 1), Job(3, 5,
 def test_waiting_lets_the_big_job_start_first():
     env = env_of(BIG_AFTER_SMALL)
     obs, _ = env.reset()
-    assert obs["jobs"].shape == (1, K + 1, 13)
+    assert obs["jobs"].shape == (1, K + 1, JOB_FEATURES)
     assert obs["action_mask"][0].tolist() == [True, True, False, True]  # J3 is still to come
     assert np.array_equal(obs["jobs"][0, WAIT], wait_row(5))
     obs, *_ = play(env, [0])  # J1 runs 0..10
@@ -171,10 +172,10 @@ def test_resume_with_waits_equals_an_uninterrupted_run(tmp_path):
 
 
 class AlwaysWait(torch.nn.Module):
-    """Waits whenever it may (the wait slot's feature 8 is -1, a job's 1), else slot 0."""
+    """Waits whenever it may (the wait slot's feature 6 is -1, a job's 1), else slot 0."""
 
     def forward(self, jobs, cluster, mask):
-        return -jobs[..., 8], jobs.new_zeros(len(jobs))
+        return -jobs[..., 6], jobs.new_zeros(len(jobs))
 
 
 @pytest.mark.parametrize("wait", [False, True])

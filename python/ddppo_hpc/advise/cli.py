@@ -7,7 +7,7 @@
 It reads the queue and the machine (`squeue --json`, `sinfo --json`, Slurm 22.05) and builds
 the observation the policy trained on (docs/environment.md, "Observation"): the pending
 jobs in submit order with their time limit as the requested time, their CPUs as the size,
-their user, group and wait (now - submit); the running jobs' estimated ends (start + time
+their user and wait (now - submit); the running jobs' estimated ends (start + time
 limit); the idle CPUs. It prints the pending jobs in the order of the policy's scores at
 this one decision (score: the policy's probability of picking the job now), each with its
 F1 and SJF rank. The policy sees the first K (the run's env.max_queue) pending jobs, as in
@@ -71,7 +71,7 @@ def advise(queue: Queue, policy: torch.nn.Module, env) -> Advice:
     """Visible jobs by the policy's score (ties in queue order: the first is its greedy
     pick), then the jobs past slot K in queue order."""
     visible = min(env.max_queue, len(queue.pending))
-    obs = observation(queue, env.max_queue, *queue.accounts(), env.wait)
+    obs = observation(queue, env.max_queue, env.wait)
     probs = policy_scores(policy, obs) if visible else []  # nothing to pick: no decision
     scored = sorted(range(visible), key=lambda k: (-probs[k], k))
     return Advice(

@@ -24,7 +24,6 @@ class Pending:
     requested_time: float  # the time limit
     procs: int  # CPUs
     user: int
-    group: int
     priority: int = 0
     user_name: str = ""
 
@@ -50,12 +49,6 @@ class Queue:
     running: list[Running]
     left_alone: list[tuple[int, str]]
 
-    def accounts(self) -> tuple[list[int], list[int]]:
-        """The users and groups of the queue's jobs, sorted: the dense indices of features
-        3 and 4 (a trace's users in training; a live queue's are the ones it shows)."""
-        users = {j.user for j in self.pending} | {r.user for r in self.running}
-        return sorted(users), sorted({j.group for j in self.pending})
-
 
 def at_least_tenth(x: float) -> float:
     return 0.1 if x < 1 else x  # as src/policy.hpp: requests and submits below 1 are 0.1
@@ -76,18 +69,13 @@ def ranks(jobs: list[Pending], score) -> list[int]:
     return rank
 
 
-def observation(
-    queue: Queue, max_queue: int, users: list, groups: list, wait: bool = False
-) -> dict[str, np.ndarray]:
+def observation(queue: Queue, max_queue: int, wait: bool = False) -> dict[str, np.ndarray]:
     """The environment's observation (batch of 1) of `queue`: src/env.cpp's observe(), same
-    float64 arithmetic in the same order, rounded to float32 as there. `users`, `groups`:
-    the sorted accounts whose dense index features 3 and 4 show. With `wait`, the wait slot
+    float64 arithmetic in the same order, rounded to float32 as there. With `wait`, the wait slot
     (row K) is masked: advise orders jobs, it never holds them all back."""
     K, machine, now = max_queue, float(queue.machine_procs), queue.now
     jobs = np.zeros((1, K + wait, JOB_FEATURES), dtype=np.float32)
     mask = np.zeros((1, K + wait), dtype=bool)
-    user_of = {u: i for i, u in enumerate(users)}
-    group_of = {g: i for i, g in enumerate(groups)}
     running_procs, queued_work, remaining = defaultdict(int), defaultdict(float), 0.0
     for r in sorted(queue.running, key=lambda r: (r.estimated_end, r.job_id)):
         running_procs[r.user] += r.procs
@@ -98,12 +86,10 @@ def observation(
     log_machine = math.log2(machine)
     for k, j in enumerate(visible):
         wait_s = now - j.submit
-        jobs[0, k, :12] = [
+        jobs[0, k, :10] = [
             min(wait_s / TIME_SCALE, 1.0),
             min(j.requested_time / TIME_SCALE, 1.0),
             j.procs / machine,
-            (user_of[j.user] + 1.0) / (len(users) + 1.0),
-            (group_of[j.group] + 1.0) / (len(groups) + 1.0),
             1.0 if j.procs <= queue.free_procs else 0.0,
             running_procs[j.user] / machine,
             min(queued_work[j.user] / (machine * TIME_SCALE), 1.0),
@@ -112,7 +98,7 @@ def observation(
             min(math.log10(1.0 + wait_s) / LOG_DECADES, 1.0),
             math.log2(j.procs) / log_machine if log_machine > 0 else 0.0,
         ]
-    jobs[0, : len(visible), 12] = np.float32(ranks(visible, f1_score)) / np.float32(K)
+    jobs[0, : len(visible), 10] = np.float32(ranks(visible, f1_score)) / np.float32(K)
     mask[0, : len(visible)] = True
     cluster = np.array(
         [

@@ -95,7 +95,6 @@ def pending_job(job: dict, where: str) -> Pending:
         time_limit(job, where),
         field(job, "cpus", where),
         field(job, "user_id", where),
-        field(job, "group_id", where),
         field(job, "priority", where),
         field(job, "user_name", where, str),
     )

@@ -51,7 +51,7 @@ class SchedulingEnv(gym.Env):
         )
         self._vec = VecSchedulingEnv(**self._options, seed=seed)
         slots, features = self._vec.jobs.shape[1:]
-        low = -1 if slots > max_queue else 0  # slot K's feature 8 is -1
+        low = -1 if slots > max_queue else 0  # slot K's feature 6 is -1
         self.observation_space = spaces.Dict(
             {
                 "jobs": spaces.Box(low, 1, (slots, features), np.float32),

@@ -33,6 +33,18 @@ def feature_widths(
     return jobs, cluster + BACKFILL_CLUSTER_FEATURES * agent_backfill
 
 
+def user_indices(user: np.ndarray) -> tuple[np.ndarray, int]:
+    """(dense 0-based id per job, number of ids) of the users: the known users (>= 0) in
+    sorted order, then one id per job whose log gives no user (SWF -1), which is a user of
+    its own: a log without users is not one user who owns the whole machine."""
+    known = user >= 0
+    users, index = np.unique(user[known], return_inverse=True)
+    dense = np.empty(len(user), dtype=np.int32)
+    dense[known] = index
+    dense[~known] = len(users) + np.arange(np.count_nonzero(~known))
+    return dense, len(users) + np.count_nonzero(~known)
+
+
 class VecSchedulingEnv:
     """`num_envs` environments, each on episodes of `window_jobs` consecutive jobs of `trace`
     from seeded random starts (environment i uses seed `seed + i`).
@@ -84,16 +96,13 @@ class VecSchedulingEnv:
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
-        users, user_index = np.unique(trace.user, return_inverse=True)
-        groups, group_index = np.unique(trace.group, return_inverse=True)
+        user_index, users = user_indices(trace.user)
         self.trace = trace
         self.num_envs, self.max_queue, self.window_jobs = num_envs, max_queue, window_jobs
         self._core = _core.BatchEnv(
             *trace.core_columns(),
-            user_index.astype(np.int32),
-            len(users),
-            group_index.astype(np.int32),
-            len(groups),
+            user_index,
+            users,
             trace.machine_procs,
             window_jobs,
             max_queue,
