@@ -15,7 +15,7 @@ from ddppo_hpc.env.vector import JOB_FEATURES
 
 # kHeuristics' order, and each one's rank column in the observation (FCFS: the slot itself).
 HEURISTICS = ("fcfs", "sjf", "wfp3", "unicep", "f1", "sjbf")
-RANK_COLUMN = {"f1": 12, "sjf": JOB_FEATURES, "wfp3": JOB_FEATURES + 1}
+RANK_COLUMN = {"f1": JOB_FEATURES - 1, "sjf": JOB_FEATURES, "wfp3": JOB_FEATURES + 1}
 RANK_COLUMN.update(unicep=JOB_FEATURES + 2, sjbf=JOB_FEATURES + 3)
 QUEUE = 5  # K of the random windows
 
