@@ -196,6 +196,11 @@ class GpuConfig:
     # while no other waiting job fits: no decision delays a job that could start
     # (docs/gpu.md, "Environments"); the reward baseline is then the wait rule
     non_blocking: bool = False
+    # config: the teacher and reward baseline are `order` + `reward_baseline` as given |
+    # training_best: the rule with the lowest mean avg JCT on the training windows, chosen
+    # once when training starts; `order` and `reward_baseline` become its own (docs/gpu.md,
+    # "The teacher the training windows choose")
+    teacher: str = "config"
 
 
 @dataclass
@@ -223,6 +228,7 @@ CHOICES = {
     ("gpu", "mode"): ("off", "placement", "dual"),
     ("gpu", "order"): ("fifo", "srtf", "las"),
     ("gpu", "reward_baseline"): ("none", "first_fit", "best_fit", "random", "speed_fit"),
+    ("gpu", "teacher"): ("config", "training_best"),
     ("ppo", "imitation_rollout"): ("teacher", "policy"),
     ("run", "device"): ("auto", "cpu", "cuda"),
 }
@@ -348,6 +354,8 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError(
             "'gpu.nodes_every' samples the trace's node list: it needs 'gpu.nodes_topology: true'"
         )
+    if config.gpu.teacher != "config" and config.gpu.mode == "off":
+        raise ConfigError(f"'gpu.teacher: {config.gpu.teacher}' is for GPU mode (gpu.mode)")
     if config.run.keep_best and config.gpu.mode != "off":
         raise ConfigError("'run.keep_best' is for the HPC queue (gpu.mode: off)")
     if config.ppo.imitation_updates < 0:

@@ -371,6 +371,7 @@ def gpu_table(loaded: tuple[dict, Path], config: TrainConfig, args: argparse.Nam
     policy = trained_policy(loaded, config, SLOT_FEATURES, GLOBAL_FEATURES)
     windows = args.windows or config.run.eval_windows
     rows = gpu_training.compare(config, policy, windows, validation)
+    print(gpu_training.teacher_line(config))
     print("".join(f"{k:>16}" for k in rows[0]))
     for row in rows:
         print("".join(f"{v:>16.3f}" if isinstance(v, float) else f"{v:>16}" for v in row.values()))

@@ -405,6 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     run_dir = Path(args.run_dir or Path("runs") / name)
     try:
         config = control.collectively(comm, run_config, args, run_dir)
+        if not args.resume:  # a resumed run keeps its checkpoint's teacher
+            config = gpu_training.choose_teacher(config, comm)
         ctx = context.init(config.run.device)
         train(config, ctx, run_dir, args.resume, args.force)
     except (control.RunError, context.LaunchError) as e:  # on every rank: rank 0 says it

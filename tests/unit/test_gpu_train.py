@@ -11,7 +11,7 @@ from simhelpers import TINY_GPU, alibaba_store
 
 from ddppo_hpc.config import ConfigError, load_config
 from ddppo_hpc.dist import context
-from ddppo_hpc.gpu import training
+from ddppo_hpc.gpu import ORDERS, simulate_gpu, training
 from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
 from ddppo_hpc.policy import DualPolicy
 from ddppo_hpc.train import Trainer, train
@@ -28,6 +28,8 @@ from ddppo_hpc.train import Trainer, train
         (["gpu.racks=0"], "'gpu.racks' must be positive"),
         (["gpu.reward_baseline=fifo"], "'gpu.reward_baseline' must be one of none, first_fit"),
         (["ppo.imitation_updates=-1"], "'ppo.imitation_updates' must be at least 0"),
+        (["gpu.teacher=best"], "'gpu.teacher' must be one of config, training_best"),
+        (["gpu.teacher=training_best"], "'gpu.teacher: training_best' is for GPU mode"),
     ],
 )
 def test_config_errors(overrides, message):
@@ -115,7 +117,8 @@ def test_evaluate_compares_with_every_heuristic_pair(tmp_path):
         timeout=300,
     )
     assert out.returncode == 0, out.stderr
-    out_lines = out.stdout.splitlines()
+    teacher, *out_lines = out.stdout.splitlines()
+    assert teacher == "teacher: srtf+best_fit (gpu.order and gpu.reward_baseline)"
     rows = [line.split() for line in out_lines]
     assert rows[0] == ["scheduler", "windows", "avg_jct", "makespan", "avg_comm_cost",
                        "gpu_utilization", "avg_queue_delay"]  # fmt: skip
@@ -135,7 +138,117 @@ def test_evaluate_compares_with_every_heuristic_pair(tmp_path):
         [*evaluate, "--split", "validation"], capture_output=True, text=True
     )
     assert validation.returncode == 0, validation.stderr
-    assert validation.stdout.splitlines()[0] == out_lines[0]  # the same table
-    assert validation.stdout.splitlines()[1:] != out_lines[1:]  # on other windows
+    assert validation.stdout.splitlines()[1] == out_lines[0]  # the same table
+    assert validation.stdout.splitlines()[2:] != out_lines[1:]  # on other windows
     train = subprocess.run([*evaluate, "--split", "train"], capture_output=True, text=True)
     assert train.returncode == 2 and "GPU-mode run has validation and held-out" in train.stderr
+
+
+# Eight 1-GPU jobs (Philly: three at 0 s, then one every 10 min) on a P100 machine (0.6)
+# and a V100 (1.0) of one GPU each: the first three, A (100 s), B (10 s) and C (20 s), are
+# the one training window of 3 jobs among the first five; the last three are held out.
+# Mean JCT of each wait rule (s): fifo (= las: every job of one user, no service yet at
+# time 0) + speed_fit: A on the V100 (100), B on the P100 (16.67), C on the P100 after B
+# (50): 55.56; fifo + best_fit (the lowest index among equal slots): A on the P100
+# (166.67), B and C on the V100 (10, 30): 68.89; srtf + speed_fit: B on the V100 (10), C
+# on the P100 (33.33), A on the V100 at 10 (110): 51.11; srtf + best_fit: B on the P100
+# (16.67), C on the V100 (20), A on the P100 at 16.67 (183.33): 73.33.
+EIGHT = "timestamp,duration,num_gpus,gpu_time,cluster\n" + "".join(
+    f"2017-10-09 07:{m:02d}:00,{d}.0,1,{d}.0,aa\n"
+    for m, d in ((0, 100), (0, 10), (0, 20), (10, 10), (20, 10), (30, 10), (40, 10), (50, 10))
+)
+ON_TWO_SPEEDS = [
+    "gpu.mode=placement",
+    "env.window_jobs=3",
+    "gpu.holdout_jobs=3",
+    "gpu.racks=1",
+    "gpu.machines_per_rack=2",
+    "gpu.gpus_per_machine=1",
+    "gpu.models=P100,V100M16",
+    "gpu.speed_noise=0",
+    "gpu.non_blocking=true",
+    "gpu.teacher=training_best",
+    "gpu.order=las",
+    "gpu.reward_baseline=best_fit",
+]
+RULES = [(o, p) for o in ORDERS for p in ("best_fit", "speed_fit")]
+
+
+def config_overrides(tmp_path) -> list[str]:
+    return [f"data.trace={tmp_path / 'eight.csv'}", *ON_TWO_SPEEDS]
+
+
+def test_the_training_best_teacher_is_the_lowest_mean_jct_on_the_training_windows(tmp_path):
+    (tmp_path / "eight.csv").write_text(EIGHT)
+    config = load_config(None, config_overrides(tmp_path))
+    scores = training.rule_scores(config)
+    assert [(order, placement) for _, order, placement in scores] == [
+        ("srtf", "speed_fit"),
+        ("fifo", "speed_fit"),
+        ("las", "speed_fit"),  # a tie with fifo keeps the orderings' order
+        ("fifo", "best_fit"),
+        ("las", "best_fit"),
+        ("srtf", "best_fit"),
+    ]
+    jct = [s[0] for s in scores]
+    assert jct == pytest.approx([460 / 9, 500 / 9, 500 / 9, 620 / 9, 620 / 9, 660 / 9])
+    chosen = training.with_teacher(config)
+    assert (chosen.gpu.order, chosen.gpu.reward_baseline) == ("srtf", "speed_fit")
+    assert (config.gpu.order, config.gpu.reward_baseline) == ("las", "best_fit")  # a copy
+    assert training.teacher_line(chosen) == (
+        "teacher: srtf+speed_fit+wait (gpu.teacher training_best: the best on the training windows)"
+    )
+
+
+def test_the_candidates_wait_only_in_a_non_blocking_environment():
+    scores = {}
+    for non_blocking in (False, True):
+        config = load_config(None, [*TINY_GPU, "gpu.mode=placement", "gpu.teacher=training_best",
+                                    f"gpu.non_blocking={non_blocking}"])  # fmt: skip
+        cluster, jobs = training.cluster_of(config), training.training_jobs(config)
+        firsts = range(0, len(jobs) - 31, 32)
+        runs = {r: [simulate_gpu(jobs, cluster, *r, 0, f, 32, non_blocking) for f in firsts]
+                for r in RULES}  # fmt: skip
+        expected = sorted(np.mean([run.metrics["avg_jct"] for run in runs[r]]) for r in RULES)
+        scores[non_blocking] = [s[0] for s in training.rule_scores(config)]
+        assert scores[non_blocking] == pytest.approx(expected)  # rank 0's synthetic jobs
+    assert scores[False] != pytest.approx(scores[True])  # the environment's baseline's kind
+
+
+def test_training_stores_the_chosen_teacher_and_evaluate_reports_it(tmp_path):
+    (tmp_path / "eight.csv").write_text(EIGHT)
+    run = [sys.executable, "-m", "ddppo_hpc.train", "--run-dir", str(tmp_path / "run")]
+    tiny = ["env.num_envs=2", "ppo.rollout_steps=4", "ppo.minibatches=2", "ppo.updates=1"]
+    trained = subprocess.run(
+        [*run, *config_overrides(tmp_path), *tiny], capture_output=True, text=True, timeout=300
+    )
+    assert trained.returncode == 0, trained.stderr
+    assert "gpu.teacher training_best: srtf+speed_fit+wait" in trained.stderr
+    saved = torch.load(tmp_path / "run" / "checkpoint.pt", weights_only=False)["config"]["gpu"]
+    assert (saved["teacher"], saved["order"], saved["reward_baseline"]) == (
+        "training_best",
+        "srtf",
+        "speed_fit",
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "ddppo_hpc.evaluate", "--checkpoint", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0].startswith("teacher: srtf+speed_fit+wait (gpu.teacher")
+
+
+def test_a_bad_teacher_is_one_line_and_exit_2(tmp_path):
+    run = [sys.executable, "-m", "ddppo_hpc.train", "--run-dir", str(tmp_path)]
+    out = subprocess.run(
+        [*run, *TINY_GPU, "gpu.mode=placement", "gpu.teacher=oracle"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "python -m ddppo_hpc.train: error: 'gpu.teacher' must be one of config, training_best"
+    ]

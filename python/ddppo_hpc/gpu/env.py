@@ -23,6 +23,12 @@ GPU_EPISODE_METRICS = (
 MODES = ("placement", "dual")
 
 
+def teacher_of(baseline: str) -> str:
+    """The placement imitation clones and the plan feature shows under a reward baseline
+    (docs/gpu.md, "Environments")."""
+    return "speed_fit" if baseline == "speed_fit" else "best_fit"
+
+
 class VecGpuEnv(VecSchedulingEnv):
     """`num_envs` environments on episodes of `window_jobs` consecutive jobs of `workload`
     on `cluster`, from seeded random starts (environment i uses seed `seed + i`).
@@ -87,7 +93,7 @@ class VecGpuEnv(VecSchedulingEnv):
         self._allocate(s, SLOT_FEATURES, GLOBAL_FEATURES, steps)
         self.teacher_slots = s - wait  # the heuristics never wait
         # what imitation clones and the plan feature shows (docs/gpu.md, "Environments")
-        self.teacher = "speed_fit" if baseline == "speed_fit" else "best_fit"
+        self.teacher = teacher_of(baseline)
 
     def heuristic_actions(
         self, order: str | None = None, placement: str | None = None

@@ -3,18 +3,27 @@ windows from the configuration (config.GpuConfig)."""
 
 from __future__ import annotations
 
+import copy
+import sys
+import time
+
 import numpy as np
 import torch
+from mpi4py import MPI
 
 from ddppo_hpc.config import ConfigError, TrainConfig
 from ddppo_hpc.data.dljobs import generate_dl_jobs
+from ddppo_hpc.dist import control
 from ddppo_hpc.gpu import ORDERS, PLACEMENTS, simulate_gpu
-from ddppo_hpc.gpu.env import GPU_EPISODE_METRICS, VecGpuEnv
+from ddppo_hpc.gpu.env import GPU_EPISODE_METRICS, VecGpuEnv, teacher_of
 from ddppo_hpc.gpu.topology import Cluster, Machines, uniform
 from ddppo_hpc.gpu.workload import GpuWorkload, from_trace, load, node_machines
 from ddppo_hpc.rl.ppo import masked_distribution
 
 HELD_OUT_SEED = 987_654  # the synthetic jobs' seed for evaluation
+# The placements a GPU environment can teach: imitation clones them and the observation's
+# plan feature shows them (docs/gpu.md, "The teacher the training windows choose").
+TEACHER_PLACEMENTS = ("best_fit", "speed_fit")
 
 
 def cluster_of(config: TrainConfig) -> Cluster:
@@ -72,14 +81,21 @@ def split(
     return workload.slice(0, cut), workload.slice(cut, end), workload.slice(end, len(workload))
 
 
+def training_jobs(config: TrainConfig, rank: int = 0) -> GpuWorkload:
+    """The jobs training runs on: rank `rank`'s own synthetic jobs, or the trace's training
+    part (all ranks together)."""
+    cluster = cluster_of(config)
+    if config.data.trace == "synthetic":
+        return workload_of(config, cluster, config.run.seed + 1000 * rank)
+    return split(config, workload_of(config, cluster, 0))[0]
+
+
 def make_env(config: TrainConfig, rank: int, size: int) -> VecGpuEnv:
     """This rank's environments: its own synthetic jobs, or its block of the training jobs."""
     cluster = cluster_of(config)
-    if config.data.trace == "synthetic":
-        jobs = workload_of(config, cluster, config.run.seed + 1000 * rank)
-    else:
-        train = split(config, workload_of(config, cluster, 0))[0]
-        jobs = train.slice(rank * len(train) // size, (rank + 1) * len(train) // size)
+    jobs = training_jobs(config, rank)
+    if config.data.trace != "synthetic":
+        jobs = jobs.slice(rank * len(jobs) // size, (rank + 1) * len(jobs) // size)
     return env_for(
         config, jobs, cluster, config.env.num_envs, config.run.seed + rank * config.env.num_envs
     )
@@ -102,6 +118,71 @@ def env_for(config: TrainConfig, jobs: GpuWorkload, cluster: Cluster, num_envs: 
         g.wait,
         g.non_blocking,
     )
+
+
+def rule_name(order: str, placement: str, wait: bool) -> str:
+    return f"{order}+{placement}" + "+wait" * wait
+
+
+def window_starts(jobs: GpuWorkload, n: int) -> list[int]:
+    """The first jobs of the consecutive windows of `n` jobs that `jobs` holds."""
+    return list(range(0, len(jobs) - n + 1, n))
+
+
+def rule_scores(config: TrainConfig) -> list[tuple[float, str, str]]:
+    """(mean avg JCT, order, placement) of every rule a teacher can be, lowest first (ties:
+    ORDERS, then TEACHER_PLACEMENTS order), on the consecutive windows of `env.window_jobs`
+    training jobs (rank 0's with synthetic jobs); wait rules when `gpu.non_blocking`, as the
+    environment's reward baseline is then one."""
+    cluster, jobs, n = cluster_of(config), training_jobs(config), config.env.window_jobs
+    firsts = window_starts(jobs, n)
+    if not firsts:
+        raise ConfigError(f"'gpu.teacher': no training window of {n} jobs in {len(jobs)} jobs")
+    wait = config.gpu.non_blocking
+
+    def mean_jct(order: str, placement: str) -> float:
+        runs = [simulate_gpu(jobs, cluster, order, placement, 0, f, n, wait) for f in firsts]
+        return float(np.mean([r.metrics["avg_jct"] for r in runs]))
+
+    scores = [(mean_jct(o, p), o, p) for o in ORDERS for p in TEACHER_PLACEMENTS]
+    return sorted(scores, key=lambda score: score[0])
+
+
+def with_teacher(config: TrainConfig) -> TrainConfig:
+    """With `gpu.teacher: training_best`, a copy whose `gpu.order` and
+    `gpu.reward_baseline` are the rule_scores() winner's, logged on stderr; else `config`."""
+    if config.gpu.teacher == "config":
+        return config
+    began = time.perf_counter()
+    scores = rule_scores(config)
+    chosen = copy.deepcopy(config)
+    _, chosen.gpu.order, chosen.gpu.reward_baseline = scores[0]
+    wait = config.gpu.non_blocking
+    ranked = ", ".join(f"{rule_name(o, p, wait)} {jct:,.0f} s" for jct, o, p in scores)
+    windows = len(window_starts(training_jobs(config), config.env.window_jobs))
+    print(
+        f"gpu.teacher training_best: {rule_name(*scores[0][1:], wait)}, the lowest mean avg JCT "
+        f"on the {windows} training windows ({ranked}; {time.perf_counter() - began:.1f} s)",
+        file=sys.stderr,
+    )
+    return chosen
+
+
+def choose_teacher(config: TrainConfig, comm: MPI.Comm) -> TrainConfig:
+    """with_teacher() on rank 0, its result on every rank (a ConfigError on rank 0 is a
+    RunError on every rank)."""
+    if config.gpu.teacher == "config":
+        return config
+    return comm.bcast(control.collectively(comm, with_teacher, config, rank0_only=True), root=0)
+
+
+def teacher_line(config: TrainConfig) -> str:
+    """The run's teacher and reward baseline as a rule, and where it came from."""
+    g = config.gpu
+    rule = rule_name(g.order, teacher_of(g.reward_baseline), g.non_blocking)
+    if g.teacher == "training_best":
+        return f"teacher: {rule} (gpu.teacher training_best: the best on the training windows)"
+    return f"teacher: {rule} (gpu.order and gpu.reward_baseline)"
 
 
 def episode(env: VecGpuEnv, first: int, decide) -> dict:
@@ -141,7 +222,7 @@ def compare(
     else:
         held = split(config, workload_of(config, cluster, 0))[2 - validation]
     n = config.env.window_jobs
-    firsts = list(range(0, len(held) - n + 1, n))[:windows]
+    firsts = window_starts(held, n)[:windows]
     if not firsts:
         raise ConfigError(f"no held-out window of {n} jobs in {len(held)} jobs")
     env = env_for(config, held, cluster, 1, config.run.seed)
@@ -150,8 +231,7 @@ def compare(
     for order in ORDERS:
         for placement in PLACEMENTS:
             for wait in (False, True):
-                key = f"{order}+{placement}" + "+wait" * wait
-                rows[key] = [
+                rows[rule_name(order, placement, wait)] = [
                     simulate_gpu(held, cluster, order, placement, 0, f, n, wait).metrics
                     for f in firsts
                 ]
