@@ -196,7 +196,8 @@ def trained_policy(loaded: tuple[dict, Path], config: TrainConfig, *features: in
     if problem:
         p = config.policy
         raise ValueError(
-            f"{file}: its weights do not fit its config's policy ({p.name}, hidden {p.hidden}):"
+            f"{file}: its weights do not fit its config's policy ({p.name}, hidden {p.hidden}) on"
+            f" this version's observation ({widths[0]} job, {widths[1]} cluster features):"
             f" {problem}"
         )
     model.load_state_dict(checkpoint["model"])
