@@ -93,6 +93,7 @@ class VecSchedulingEnv:
         heuristic_ranks: bool = False,
         fit_times: bool = False,
         teacher: str = "backfill_order",
+        teacher_jobs: int = 0,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -118,6 +119,7 @@ class VecSchedulingEnv:
             heuristic_ranks,
             fit_times,
             teacher,
+            teacher_jobs,
             [seed + i for i in range(num_envs)],
         )
         self.job_features = self._core.job_features
