@@ -108,6 +108,8 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
   if (teacher != "backfill_order" && teacher != "best" && teacher != "rollout")
     throw std::invalid_argument("unknown teacher '" + teacher +
                                 "' (backfill_order, best, rollout)");
+  if (teacher_jobs > 0 && teacher != "best")
+    throw std::invalid_argument("teacher_jobs chooses the best heuristic: it needs teacher 'best'");
   const bool fixed_baseline = baseline != "none" && baseline != "best";
   ddppo::EnvConfig config{
       machine_procs,

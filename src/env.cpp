@@ -85,7 +85,7 @@ void BatchEnv::run_heuristics(Env& e) {
   e.best = best, e.best_bsld = m.avg_bsld;
   if (config_.baseline_best) e.baseline_reward = reward_of(m), e.baseline_bsld = m.avg_bsld;
   if (config_.teacher != Teacher::kBest) return;
-  const size_t end = std::min(e.begin + config_.teacher_jobs, w_.size);
+  const size_t end = e.begin + std::min(config_.teacher_jobs, w_.size - e.begin);
   e.teacher = end > e.begin + config_.window_jobs ? best_heuristic(e.begin, end).first : best;
 }
 

@@ -144,8 +144,9 @@ def test_teacher_jobs_choose_the_teacher_on_a_longer_stretch(trace):
     _, reward, terminated, _, info = env.step(env.heuristic_actions())
     while not terminated[0]:
         _, reward, terminated, _, info = env.step(env.heuristic_actions())
-    ours = info["avg_bsld"][0]
-    assert reward[0] == pytest.approx(-(ours - best_of(trace, 0, "easy", "request")[1]), rel=1e-6)
+    ours, window_best = info["avg_bsld"][0], best_of(trace, 0, "easy", "request")
+    assert reward[0] == pytest.approx(-(ours - window_best[1]), rel=1e-6)
+    assert env.last_best(0) == window_best
 
 
 def test_rewards_relative_to_the_best_heuristic(trace):
@@ -192,6 +193,10 @@ def test_without_best_nothing_is_run(trace):
 
 
 def test_bad_options_by_name(trace):
+    with pytest.raises(ValueError, match="teacher_jobs chooses the best heuristic: it needs"):
+        VecSchedulingEnv(trace, 1, WINDOW, teacher_jobs=400)
+    with pytest.raises(ValueError, match="teacher_jobs must be at least 0, not -1"):
+        VecSchedulingEnv(trace, 1, WINDOW, teacher="best", teacher_jobs=-1)
     with pytest.raises(ValueError, match="unknown teacher 'worst'"):
         VecSchedulingEnv(trace, 1, WINDOW, teacher="worst")
     with pytest.raises(ConfigError, match="'env.teacher' must be one of backfill_order, best"):
