@@ -99,7 +99,8 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
                      const std::string& backfill, const std::string& estimate,
                      const std::string& reward, const std::string& baseline, bool dense, bool wait,
                      bool history, bool agent_backfill, bool heuristic_ranks, bool fit_times,
-                     const std::string& teacher, const std::vector<uint64_t>& seeds) {
+                     const std::string& teacher, size_t teacher_jobs,
+                     const std::vector<uint64_t>& seeds) {
   ddppo::Workload w = workload(id, submit, runtime, requested_time, procs, user);
   if (user_index.shape(0) != w.size)
     throw std::invalid_argument("user indices differ in length from the jobs");
@@ -107,6 +108,8 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
   if (teacher != "backfill_order" && teacher != "best" && teacher != "rollout")
     throw std::invalid_argument("unknown teacher '" + teacher +
                                 "' (backfill_order, best, rollout)");
+  if (teacher_jobs > 0 && teacher != "best")
+    throw std::invalid_argument("teacher_jobs chooses the best heuristic: it needs teacher 'best'");
   const bool fixed_baseline = baseline != "none" && baseline != "best";
   ddppo::EnvConfig config{
       machine_procs,
@@ -121,6 +124,7 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
       teacher == "best"      ? ddppo::Teacher::kBest
       : teacher == "rollout" ? ddppo::Teacher::kRollout
                              : ddppo::Teacher::kPolicy,
+      teacher_jobs,
       dense,
       wait,
       history,
@@ -183,7 +187,7 @@ NB_MODULE(_core, m) {
            "user"_a, "user_index"_a, "users"_a, "machine_procs"_a, "window_jobs"_a, "max_queue"_a,
            "policy"_a, "backfill"_a, "estimate"_a, "reward"_a, "baseline"_a, "dense"_a, "wait"_a,
            "history"_a, "agent_backfill"_a, "heuristic_ranks"_a, "fit_times"_a, "teacher"_a,
-           "seeds"_a)
+           "teacher_jobs"_a, "seeds"_a)
       .def("__len__", [](const PyBatchEnv& e) { return e.env.size(); })
       .def_prop_ro("slots", [](const PyBatchEnv& e) { return e.env.slots(); })
       .def_prop_ro("job_features", [](const PyBatchEnv& e) { return e.env.job_features(); })

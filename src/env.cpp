@@ -64,21 +64,29 @@ void BatchEnv::start_window(Env& e, size_t begin) {
   }
 }
 
-// Every heuristic order's run on the window as the simulator runs it (its own order for the
-// picks and the scans), with the environment's backfill and estimate: the one with the lowest
-// avg bsld (ties: the first of kHeuristics) is the window's best heuristic, the teacher with
-// `teacher: best` and the baseline with `baseline_best`.
-void BatchEnv::run_heuristics(Env& e) {
-  double best_reward = 0;
+// Every heuristic order's run on jobs [begin, end) as the simulator runs it (its own order
+// for the picks and the scans), with the environment's backfill and estimate: the one with
+// the lowest avg bsld (ties: the first of kHeuristics).
+std::pair<Policy, Metrics> BatchEnv::best_heuristic(size_t begin, size_t end) const {
+  std::pair<Policy, Metrics> best;
   for (Policy p : kHeuristics) {
-    Simulator heuristic(w_, e.begin, e.begin + config_.window_jobs, config_.machine_procs, p,
-                        config_.backfill, config_.estimate);
-    const Metrics m = compute_metrics(w_, e.begin, heuristic.run(), config_.machine_procs);
-    if (p == kHeuristics[0] || m.avg_bsld < e.best_bsld)
-      e.best = p, e.best_bsld = m.avg_bsld, best_reward = reward_of(m);
+    Simulator heuristic(w_, begin, end, config_.machine_procs, p, config_.backfill,
+                        config_.estimate);
+    const Metrics m = compute_metrics(w_, begin, heuristic.run(), config_.machine_procs);
+    if (p == kHeuristics[0] || m.avg_bsld < best.second.avg_bsld) best = {p, m};
   }
-  if (config_.teacher == Teacher::kBest) e.teacher = e.best;
-  if (config_.baseline_best) e.baseline_reward = best_reward, e.baseline_bsld = e.best_bsld;
+  return best;
+}
+
+// The window's best heuristic is the baseline with `baseline_best` and the teacher with
+// `teacher: best`, unless `teacher_jobs` makes that the best on a longer stretch of jobs.
+void BatchEnv::run_heuristics(Env& e) {
+  const auto [best, m] = best_heuristic(e.begin, e.begin + config_.window_jobs);
+  e.best = best, e.best_bsld = m.avg_bsld;
+  if (config_.baseline_best) e.baseline_reward = reward_of(m), e.baseline_bsld = m.avg_bsld;
+  if (config_.teacher != Teacher::kBest) return;
+  const size_t end = e.begin + std::min(config_.teacher_jobs, w_.size - e.begin);
+  e.teacher = end > e.begin + config_.window_jobs ? best_heuristic(e.begin, end).first : best;
 }
 
 void BatchEnv::begin_at(size_t i, size_t start) {

@@ -70,6 +70,9 @@ struct EnvConfig {
   bool baseline_best = false;
   // heuristic_actions() follows `policy`, the best heuristic of the window, or rollouts.
   Teacher teacher = Teacher::kPolicy;
+  // With kBest: the jobs from the episode's start (to the workload's end at most) on which
+  // the heuristics' runs choose the teacher; 0: the episode's window.
+  size_t teacher_jobs = 0;
   // bsld and wait only: each job's share of the reward comes at the step it starts
   // (episode sums unchanged), not all of it at the episode's end.
   bool dense = false;
@@ -194,6 +197,8 @@ class BatchEnv {
   void start_episode(Env& e);
   void start_window(Env& e, size_t begin);
   void run_heuristics(Env& e);
+  // The heuristic order of the lowest avg bsld on jobs [begin, end) and that run's metrics.
+  std::pair<Policy, Metrics> best_heuristic(size_t begin, size_t end) const;
   // The history is kept for its features, and for SJBF's EASY++ predictions (ranks, teacher).
   bool tracks_history() const {
     return config_.history || config_.heuristic_ranks || config_.teacher != Teacher::kPolicy;

@@ -89,6 +89,10 @@ class EnvConfig:
     # heuristics' picks the one after which backfill_order does best on the window, simulated
     # on the true runtimes; docs/environment.md, "The rollout teacher")
     teacher: str = "backfill_order"
+    # with teacher best: the jobs from the episode's start on which the heuristics' runs choose
+    # the teacher (0: the episode's window_jobs); a longer stretch than the episode sees what
+    # a greedy order costs later (docs/environment.md, "Best heuristic")
+    teacher_jobs: int = 0
 
 
 @dataclass
@@ -332,7 +336,11 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'env.wait' is for the HPC queue (gpu.mode: off); GPU mode: 'gpu.wait'")
     if config.env.agent_backfill and config.gpu.mode != "off":
         raise ConfigError("'env.agent_backfill' is for the HPC queue (gpu.mode: off)")
-    for key in ("heuristic_ranks", "fit_times", "teacher"):
+    if config.env.teacher_jobs < 0:
+        raise ConfigError("'env.teacher_jobs' must be at least 0 (0: env.window_jobs)")
+    if config.env.teacher_jobs and config.env.teacher != "best":
+        raise ConfigError("'env.teacher_jobs' needs 'env.teacher' best")
+    for key in ("heuristic_ranks", "fit_times", "teacher", "teacher_jobs"):
         if config.gpu.mode != "off" and getattr(config.env, key) != getattr(EnvConfig, key):
             raise ConfigError(f"'env.{key}' is for the HPC queue (gpu.mode: off)")
     if config.env.agent_backfill and config.env.backfill == "none":

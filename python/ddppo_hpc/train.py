@@ -78,6 +78,7 @@ def queue_envs(trace: Trace, n: int, env: EnvConfig, seed: int) -> VecScheduling
         heuristic_ranks=env.heuristic_ranks,
         fit_times=env.fit_times,
         teacher=env.teacher,
+        teacher_jobs=env.teacher_jobs,
     )
 
 

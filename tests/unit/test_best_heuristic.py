@@ -88,9 +88,12 @@ def test_ranks_follow_the_history_features(trace):
         a, b = plain.step(actions)[0], ranked.step(actions)[0]
 
 
-def best_of(trace, start: int, backfill: str, estimate: str) -> tuple[str, float]:
-    """The heuristic order with the lowest avg bsld on the window (the first on ties)."""
-    bsld = {p: simulate(trace, p, backfill, start, WINDOW, estimate).metrics for p in POLICIES}
+def best_of(
+    trace, start: int, backfill: str, estimate: str, jobs: int = WINDOW
+) -> tuple[str, float]:
+    """The heuristic order with the lowest avg bsld on `jobs` jobs from `start` (the first on
+    ties)."""
+    bsld = {p: simulate(trace, p, backfill, start, jobs, estimate).metrics for p in POLICIES}
     best = min(POLICIES, key=lambda p: bsld[p]["avg_bsld"])
     return best, bsld[best]["avg_bsld"]
 
@@ -122,6 +125,28 @@ def test_the_teacher_is_the_best_heuristic_and_scores_its_run(
             checked += 1
             teachers[i] = env.teacher(i)  # the next episode's
     assert len(seen) > 1
+
+
+def test_teacher_jobs_choose_the_teacher_on_a_longer_stretch(trace):
+    # The teacher is the best heuristic on 4 x WINDOW jobs from the episode's start (clipped
+    # at the trace's end); the episode's own best stays the reward baseline.
+    starts = [0, 300, 700, 1100, 1500, 1900, 2300, 2700, len(trace) - WINDOW]
+    env = VecSchedulingEnv(
+        trace, len(starts), WINDOW, WINDOW, seed=3, teacher="best", baseline="best",
+        teacher_jobs=4 * WINDOW,
+    )  # fmt: skip
+    env.reset()
+    env.begin_at(starts)
+    stretch = [min(4 * WINDOW, len(trace) - s) for s in starts]
+    longer = [best_of(trace, s, "easy", "request", n)[0] for s, n in zip(starts, stretch)]
+    assert [env.teacher(i) for i in range(len(starts))] == longer
+    assert longer != [best_of(trace, s, "easy", "request")[0] for s in starts]
+    _, reward, terminated, _, info = env.step(env.heuristic_actions())
+    while not terminated[0]:
+        _, reward, terminated, _, info = env.step(env.heuristic_actions())
+    ours, window_best = info["avg_bsld"][0], best_of(trace, 0, "easy", "request")
+    assert reward[0] == pytest.approx(-(ours - window_best[1]), rel=1e-6)
+    assert env.last_best(0) == window_best
 
 
 def test_rewards_relative_to_the_best_heuristic(trace):
@@ -168,10 +193,18 @@ def test_without_best_nothing_is_run(trace):
 
 
 def test_bad_options_by_name(trace):
+    with pytest.raises(ValueError, match="teacher_jobs chooses the best heuristic: it needs"):
+        VecSchedulingEnv(trace, 1, WINDOW, teacher_jobs=400)
+    with pytest.raises(ValueError, match="teacher_jobs must be at least 0, not -1"):
+        VecSchedulingEnv(trace, 1, WINDOW, teacher="best", teacher_jobs=-1)
     with pytest.raises(ValueError, match="unknown teacher 'worst'"):
         VecSchedulingEnv(trace, 1, WINDOW, teacher="worst")
     with pytest.raises(ConfigError, match="'env.teacher' must be one of backfill_order, best"):
         load_config(None, ["env.teacher=worst"])
+    with pytest.raises(ConfigError, match="'env.teacher_jobs' needs 'env.teacher' best"):
+        load_config(None, ["env.teacher_jobs=1024"])
+    with pytest.raises(ConfigError, match="'env.teacher_jobs' must be at least 0"):
+        load_config(None, ["env.teacher=best", "env.teacher_jobs=-1"])
     with pytest.raises(ConfigError, match="'env.heuristic_ranks' must be bool"):
         load_config(None, ["env.heuristic_ranks=3"])
     assert load_config(None, ["env.reward_baseline=best"]).env.reward_baseline == "best"

@@ -67,8 +67,9 @@ class VecSchedulingEnv:
     slot also has its rank under SJF, WFP3, UNICEP and SJBF, after the other features.
     `teacher` is whose picks heuristic_actions() gives: `policy`'s (`backfill_order`) or, with
     `best`, those of the heuristic order that scores the lowest avg bsld on the episode's
-    window; `baseline` `best` makes the reward relative to that run's (docs/environment.md,
-    "Best heuristic").
+    window (with `teacher_jobs` N longer than it, on the N jobs from its start); `baseline`
+    `best` makes the reward relative to the window's best run (docs/environment.md, "Best
+    heuristic").
     """
 
     METRICS = EPISODE_METRICS  # the episode metrics in `info`, in the core's column order
@@ -93,9 +94,12 @@ class VecSchedulingEnv:
         heuristic_ranks: bool = False,
         fit_times: bool = False,
         teacher: str = "backfill_order",
+        teacher_jobs: int = 0,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
+        if teacher_jobs < 0:
+            raise ValueError(f"teacher_jobs must be at least 0, not {teacher_jobs}")
         user_index, users = user_indices(trace.user)
         self.trace = trace
         self.num_envs, self.max_queue, self.window_jobs = num_envs, max_queue, window_jobs
@@ -118,6 +122,7 @@ class VecSchedulingEnv:
             heuristic_ranks,
             fit_times,
             teacher,
+            teacher_jobs,
             [seed + i for i in range(num_envs)],
         )
         self.job_features = self._core.job_features
