@@ -121,9 +121,10 @@ class Simulator {
   struct RankedOrder;
   struct IndexOrder;
   template <typename Order>
-  void plan_through(const Order& order, size_t k, size_t last);
+  bool plan_through(const Order& order, size_t k, size_t last);
   double plan_from_scratch();
   bool plan_holds();
+  bool plan_by_index(bool held, double near);
   void plan_by_groups();
   double fit_until(int32_t procs) const;
   bool hopeful(int32_t job) const { return hopeful_[job - begin_] == scan_; }
@@ -152,6 +153,8 @@ class Simulator {
   void waiting_count_add(int32_t procs, int32_t delta);
   int32_t waiting_fitting() const;
   bool can_start_now(int32_t job) const;
+  void unplan_starts();
+  void start_planned();
   // What backfilling takes as the job's runtime if it started now: request or prediction.
   double estimate(int32_t job) const {
     return estimate_ == Estimate::kPredicted ? predictions_->predict(job) : w_.requested_time[job];
@@ -206,6 +209,12 @@ class Simulator {
   int32_t plan_head_ = -1;
   double plan_earliest_ = 0;
   std::vector<Profile::Step> lows_;  // the profile's lows() as a scan begins
+  // The plan's horizons: profile_ holds the plan from scratch's free procs before
+  // exact_until_ and at least as many from there on; jobs whose reservations would start at
+  // or after near_until_ are left out of it. The jobs a scan starts, once it is certain.
+  double exact_until_ = 0, near_until_ = 0;
+  std::vector<int32_t> starting_;
+  double longest_request_ = 0;  // among the window's jobs
   // plan_by_groups()'s: per group, the last scan at which it fitted now; the groups that
   // fitted as the scan began; the next job of every group, keyed, merged (heads_) or not yet
   // reached (later_).
