@@ -2,6 +2,7 @@
 // ahead in priority order holds a reservation on the free-procs profile, and a job starts now
 // only if that delays none of them (docs/simulation.md, "Backfilling while H waits").
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "simulator.hpp"
@@ -16,7 +17,7 @@ constexpr size_t kNone = std::numeric_limits<size_t>::max();
 struct Simulator::RankedOrder {
   Simulator& sim;
   int32_t job(size_t k) const { return sim.ranked_[k].second; }
-  size_t next(size_t k) const { return k + 1; }
+  size_t next(size_t k, size_t) const { return k + 1; }
   bool may_start(int32_t j) const { return sim.hopeful(j); }
   // The last hopeful position in (k, last), k if none.
   size_t before(size_t k, size_t last) const {
@@ -31,7 +32,12 @@ struct Simulator::RankedOrder {
 struct Simulator::IndexOrder {
   Simulator& sim;
   int32_t job(size_t r) const { return sim.index_->at(r); }
-  size_t next(size_t r) const { return sim.index_->waiting_from(r + 1); }
+  // The first waiting job at rank r or after that the plan near now must place (through
+  // `last`), size() if none.
+  size_t from(size_t r, size_t last) const {
+    return std::isinf(sim.near_until_) ? sim.index_->waiting_from(r) : sim.near_from(r, last);
+  }
+  size_t next(size_t r, size_t last) const { return from(r + 1, last); }
   bool may_start(int32_t) const { return true; }
   // The rank of the last waiting job in (k, last) that can start now, k if none.
   size_t before(size_t k, size_t last) const {
@@ -54,6 +60,59 @@ double Simulator::fit_until(int32_t procs) const {
   auto low = std::find_if(lows_.begin(), lows_.end(),
                           [&](const Profile::Step& s) { return s.free < procs; });
   return low == lows_.end() ? std::numeric_limits<double>::infinity() : low->time;
+}
+
+// The plan near now passes over whole size classes: a job of procs p with a request over
+// runs(p).within cannot start now, nor end by exact_until_ from a start before near_until_,
+// and starts at or after runs(p).beyond, so it is left out and brings exact_until_ down to
+// that. Both fall as the profile loses procs and exact_until_ falls, and a job's earliest start
+// only moves later, so per class a candidate found earlier is no later than the next one now,
+// and a class brought down to `beyond` with a `within` covers its jobs with requests over it.
+// Returns the first rank at or after r (through `last`) whose job is not passed over.
+size_t Simulator::near_from(size_t r, size_t last) {
+  const size_t below = last + 1;
+  if (near_.empty()) return index_->size();
+  for (;;) {
+    NearClass* first = nullptr;  // the class whose candidate comes first, made exact
+    for (;;) {
+      first = &*std::min_element(near_.begin(), near_.end(), [](const auto& a, const auto& b) {
+        return a.candidate < b.candidate;
+      });
+      const size_t c = first - near_.data();
+      const bool exact = near_runs(c);
+      if (first->candidate >= r && exact) break;
+      first->candidate_slot = index_->first_in_class(
+          c, index_->slot_at(c, first->candidate_slot, r), first->runs.within);
+      first->candidate = index_->class_rank(c, first->candidate_slot);
+      first->exact = true;
+    }
+    const size_t next = first->candidate;
+    const double was = exact_until_;
+    for (size_t c = 0; c < near_.size(); ++c) {
+      NearClass& k = near_[c];
+      if (k.covered_from < r) {
+        k.covered_slot =
+            index_->first_in_class(c, index_->slot_at(c, k.covered_slot, r), k.covered);
+        k.covered_from = index_->class_rank(c, k.covered_slot);
+      }
+      if (k.covered_from >= std::min(next, below)) continue;
+      near_runs(c);
+      k.covered = k.runs.within;
+      k.covered_slot = index_->first_in_class(c, k.covered_slot, k.covered);
+      k.covered_from = index_->class_rank(c, k.covered_slot);
+      exact_until_ = std::min(exact_until_, k.runs.beyond);
+    }
+    if (exact_until_ == was) return next;
+  }
+}
+
+// Class c's runs as of the profile and exact_until_ now; whether its candidate was exact.
+bool Simulator::near_runs(size_t c) {
+  NearClass& k = near_[c];
+  if (k.changes == profile_.changes() && k.until == exact_until_) return k.exact;
+  k.changes = profile_.changes(), k.until = exact_until_;
+  k.runs = profile_.runs(index_->class_procs(c), free_, near_until_, exact_until_);
+  return k.exact = false;
 }
 
 // Marks as hopeful the waiting jobs that can start now beside the profile and, if there are
@@ -105,9 +164,12 @@ bool Simulator::plan_holds() {
 void Simulator::conservative_scan() {
   ++scan_;
   if (index_ && estimate_ == Estimate::kRequest) {
-    // The plan near now, or the whole plan where that cannot tell what starts (rare).
-    if (!plan_by_index(plan_holds(), now_ + longest_request_))
-      plan_by_index(false, std::numeric_limits<double>::infinity());
+    // FCFS: the plan near now, or the whole plan where that cannot tell what starts (rare).
+    // SJF and F1 rank short or small jobs first: their last job that can start comes early.
+    constexpr double kWhole = std::numeric_limits<double>::infinity();
+    const bool held = plan_holds();
+    if (!plan_by_index(held, policy_ == Policy::kFcfs ? now_ + near_width_ : kWhole))
+      plan_by_index(false, kWhole);
     start_planned();
   } else if (groups_ && estimate_ == Estimate::kRequest) {
     plan_earliest_ = plan_from_scratch();
@@ -132,8 +194,9 @@ bool Simulator::plan_by_index(bool held, double near) {
   IndexOrder order{*this};
   if (!held) plan_earliest_ = plan_from_scratch();
   near_until_ = near;
+  if (!std::isinf(near)) near_.assign(index_->size_classes(), NearClass{});
   const size_t last = order.last_fitting(planned_, index_->size());
-  if (last == kNone || plan_through(order, index_->waiting_from(planned_), last)) return true;
+  if (last == kNone || plan_through(order, order.from(planned_, last), last)) return true;
   unplan_starts();
   return false;
 }
@@ -143,27 +206,23 @@ bool Simulator::plan_by_index(bool held, double near) {
 // starting_ (their procs taken from free_). Returns false, as soon as it cannot tell whether
 // a job starts now.
 //
-// The plan near now. A job's earliest start only moves later as the profile loses procs, and
-// a job starts now iff it fits over [now, now + its estimate). The profile holds exactly the
-// plan from scratch's free procs before exact_until_ and at least as many after it, so: (1) a
-// job found earliest at `at` in it starts no earlier in the plan from scratch; (2) where its
-// run [at, at + d) ends by exact_until_, it starts exactly at `at` there too, and is reserved
-// alike; (3) where it does not, or `at` is at or after near_until_, it is left out: its
-// reservation in the plan from scratch starts at or after `at`, so the profile stays exact
-// before min(exact_until_, at), which becomes exact_until_; (4) a job that fits now in the
-// profile fits in the plan from scratch where now + d <= exact_until_; where not, the answer
-// is unknown and the scan is made again from scratch (near_until_ infinite: nothing left out);
-// a job that does not fit in the profile fits in no lower one. So the jobs that start are
-// those of the plan from scratch, while the profile holds only the reservations near now (on
-// LANL-CM5 x0.5, FCFS: ~1 in 1,000). near_until_ = now + the longest request: a job that
-// might start now ends before it, and the plan from scratch is made again at 0 of its 169,265
-// scans.
+// The plan near now (FCFS). A job's earliest start only moves later as the profile loses
+// procs, and a job starts now iff it fits over [now, now + its estimate). The profile holds
+// exactly the plan from scratch's free procs before exact_until_ and at least as many after
+// it: the jobs left out (near_from()) start at or after it there. So (1) a job that fits now
+// in the profile fits in the plan from scratch where now + d <= exact_until_; where not, the
+// answer is unknown and the scan is made again whole (near_until_ infinite: nothing left out);
+// a job that does not fit in the profile fits in no lower one; (2) the jobs near_from() does
+// not pass over have an earliest start before near_until_ from which they end by
+// exact_until_, so they start there in the plan from scratch too, and are reserved alike. So
+// the jobs that start are those of the plan from scratch, while the profile holds only the
+// reservations near now (on LANL-CM5 x0.5: ~1 in 40 of the plan's jobs).
 template <typename Order>
 bool Simulator::plan_through(const Order& order, size_t k, size_t last) {
   // `touched`: the earliest time the profile or the free procs changed since the last job was
   // last found still able to start; later changes leave it able to.
   double touched = std::numeric_limits<double>::infinity();
-  for (; k <= last; k = order.next(k)) {
+  for (; k <= last; k = order.next(k, last)) {
     const int32_t j = order.job(k);
     const double duration = estimate(j);
     if (order.may_start(j) && can_start_now(j)) {
@@ -172,14 +231,9 @@ bool Simulator::plan_through(const Order& order, size_t k, size_t last) {
       if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], duration), free_ -= w_.procs[j];
       touched = now_;
     } else {
-      const Profile::Slot slot = profile_.earliest_slot(w_.procs[j], duration);
-      plan_earliest_ = std::min(plan_earliest_, slot.at);
-      if (slot.at < near_until_ && slot.at + duration <= exact_until_) {
-        profile_.reserve(slot, w_.procs[j], duration);
-        if (duration > 0) touched = std::min(touched, slot.at);
-      } else {
-        exact_until_ = std::min(exact_until_, slot.at);
-      }
+      const double at = profile_.reserve_earliest(w_.procs[j], duration);
+      plan_earliest_ = std::min(plan_earliest_, at);
+      if (duration > 0) touched = std::min(touched, at);
     }
     while (last > k) {
       const int32_t l = order.job(last);
@@ -193,6 +247,7 @@ bool Simulator::plan_through(const Order& order, size_t k, size_t last) {
     }
   }
   planned_ = std::max(planned_, last + 1);
+  plan_earliest_ = std::min(plan_earliest_, exact_until_);  // no job left out starts before
   return true;
 }
 

@@ -1,10 +1,10 @@
-"""Conservative backfilling by index (FCFS, SJF, F1 with requests) plans only near now: the
-reservations that would start at or after now + the longest request, or run past the start
-of one left out, stay out of the profile, and a scan that cannot tell from that plan whether
-a job starts is planned again whole (issue 17). Long queues on a small machine whose
-requests range from seconds to far beyond the runtimes put most reservations far from now
-and let early completions move them: the start times must be those of the reference, which
-plans every reservation at every scan."""
+"""Conservative backfilling under FCFS with requests plans only near now: the jobs that could
+not start before now + half the longest request, or would run past the start of one left
+out, are passed over by size class and stay out of the profile, and a scan that cannot tell
+from that plan whether a job starts is planned again whole (issue 17). A hand case for each
+bound, and long queues against the reference. Long queues on a small machine put most
+reservations far from now, and early completions move them: the start times must be those
+of the reference, which plans every reservation at every scan."""
 
 import pytest
 from hypothesis import given, settings
@@ -15,23 +15,27 @@ from simhelpers import trace_of
 from ddppo_hpc.sim import simulate as simulate_cpp
 
 
-def test_a_reservation_left_out_keeps_a_later_one_from_crossing_it():
-    # 8 procs, all jobs at 0 but the last, whose request (60) is the longest: near_until = 60.
-    # Job 1 (6 procs to 20) runs; job 2 (4 procs) is committed on [20, 30); job 3 (5 procs)
-    # is reserved on [30, 60); job 4 (8 procs) would start at 60, so it is left out. Job 5
-    # (3 procs, 40.5 s) fits from 20 in the profile without job 4, but its run crosses 60,
-    # where job 4 holds every proc: it must be left out too, not reserved on [20, 60.5), which
-    # would keep job 6 (2 procs, 25 s) from starting now beside job 2's reservation.
+@pytest.mark.parametrize(("request_6", "start_6"), [(25.0, 0.0), (75.0, 70.0)])
+def test_the_reservations_left_out_bound_what_the_plan_near_now_can_tell(request_6, start_6):
+    # 8 procs, all jobs at 0 but the last, whose request (120) is the longest: the plan near
+    # now reaches half of it, to 60. Job 1 (6 procs to 20) runs; job 2 (4 procs) is committed
+    # on [20, 30); job 3 (5 procs) is reserved on [30, 60); job 4 (8 procs) would start at
+    # 60, so it is left out. Job 5 (3 procs, 40.5 s) fits from 20 in the profile without job
+    # 4, but its run crosses 60, where job 4 holds every proc: it must be left out too (it
+    # starts at 70), not reserved on [20, 60.5), which would keep job 6 (2 procs, 25 s) from
+    # starting now beside job 2's reservation. With a request of 75 s, job 6 fits now in the
+    # profile without jobs 4 and 5 but not beside job 4 on [60, 70): the plan near now cannot
+    # tell, and the whole plan starts it at 70, after job 4.
     jobs = [
         Job(1, 0.0, 20.0, 6, 20.0, 0),
         Job(2, 0.0, 10.0, 4, 10.0, 0),
         Job(3, 0.0, 30.0, 5, 30.0, 0),
         Job(4, 0.0, 10.0, 8, 10.0, 0),
         Job(5, 0.0, 40.5, 3, 40.5, 0),
-        Job(6, 0.0, 25.0, 2, 25.0, 0),
-        Job(7, 1000.0, 1.0, 1, 60.0, 0),
+        Job(6, 0.0, request_6, 2, request_6, 0),
+        Job(7, 1000.0, 1.0, 1, 120.0, 0),
     ]
-    expected = {1: 0.0, 2: 20.0, 3: 30.0, 4: 60.0, 5: 70.0, 6: 0.0, 7: 1000.0}
+    expected = {1: 0.0, 2: 20.0, 3: 30.0, 4: 60.0, 5: 70.0, 6: start_6, 7: 1000.0}
     assert simulate(jobs, 8, "fcfs", "conservative") == expected
     trace = trace_of(jobs, 8)
     result = simulate_cpp(trace, "fcfs", "conservative")
