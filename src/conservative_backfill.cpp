@@ -162,18 +162,21 @@ bool Simulator::plan_holds() {
 // that might start now; a plan that still holds is extended, not made again (FCFS, whose
 // arrivals rank last).
 void Simulator::conservative_scan() {
+  constexpr double kWhole = std::numeric_limits<double>::infinity();
   ++scan_;
   if (index_ && estimate_ == Estimate::kRequest) {
     // FCFS: the plan near now, or the whole plan where that cannot tell what starts (rare).
     // SJF and F1 rank short or small jobs first: their last job that can start comes early.
-    constexpr double kWhole = std::numeric_limits<double>::infinity();
     const bool held = plan_holds();
     if (!plan_by_index(held, policy_ == Policy::kFcfs ? now_ + near_width_ : kWhole))
       plan_by_index(false, kWhole);
     start_planned();
   } else if (groups_ && estimate_ == Estimate::kRequest) {
-    plan_earliest_ = plan_from_scratch();
-    plan_by_groups();
+    if (!plan_by_groups(now_ + near_width_)) {
+      unplan_starts();
+      plan_by_groups(kWhole);
+    }
+    start_planned();
   } else {
     plan_earliest_ = plan_from_scratch();
     near_until_ = std::numeric_limits<double>::infinity();
@@ -256,8 +259,12 @@ bool Simulator::plan_through(const Order& order, size_t k, size_t last) {
 // cannot start, none after it can. The walk merges the groups by policy order at now from their
 // oldest jobs and ends once no group that fitted as the scan began still fits: no later job can
 // start. Only the groups that come before the last fitting group join the merge at first; the
-// others wait in later_ until the walk passes them.
-void Simulator::plan_by_groups() {
+// others wait in later_ until the walk passes them. The plan is made near now as plan_through()
+// makes FCFS's (false where it cannot tell what starts; near infinite: the whole plan), a group
+// passed over once the walk reaches it; the jobs that start go to starting_.
+bool Simulator::plan_by_groups(double near) {
+  plan_earliest_ = plan_from_scratch();
+  near_until_ = near;
   profile_.lows(lows_);
   const int32_t free = std::min(free_, lows_[0].free);
   group_fits_.resize(groups_->size());
@@ -268,7 +275,7 @@ void Simulator::plan_by_groups() {
       fitting_.push_back(groups_->group(j));
     }
   });
-  if (fitting_.empty()) return;
+  if (fitting_.empty()) return true;
   Keyed bound = keyed(groups_->oldest_of(fitting_[0]));
   for (size_t f : fitting_)
     if (const Keyed k = keyed(groups_->oldest_of(f)); before(bound, k)) bound = k;
@@ -286,6 +293,7 @@ void Simulator::plan_by_groups() {
   // fitting_.back() was last found still able to start a job; later changes leave it able to.
   double touched = std::numeric_limits<double>::infinity();
   while (!fitting_.empty()) {
+    if (heads_.empty() && later_.empty()) break;  // the rest of the fitting groups passed over
     if (heads_.empty() || before(bound, heads_.front())) {
       // The walk passes the bound: the waiting groups up to the next job join.
       bound =
@@ -306,16 +314,20 @@ void Simulator::plan_by_groups() {
     heads_.pop_back();
     const size_t g = groups_->group(j);
     const double duration = estimate(j);
-    if (group_fits_[g] == scan_ && can_start_now(j)) {
-      start(j);
-      if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], duration);
+    const bool passed = passed_over(j);  // and with it the rest of its group
+    if (passed) {
+      group_fits_[g] = 0;
+    } else if (group_fits_[g] == scan_ && can_start_now(j)) {
+      if (now_ + duration > exact_until_) return false;
+      starting_.push_back(j);
+      if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], duration), free_ -= w_.procs[j];
       touched = now_;
     } else {
       const double at = profile_.reserve_earliest(w_.procs[j], duration);
       if (duration > 0) touched = std::min(touched, at);
       group_fits_[g] = 0;
     }
-    if (int32_t next = groups_->next_beside(j); next >= 0) {
+    if (int32_t next = passed ? -1 : groups_->next_beside(j); next >= 0) {
       heads_.push_back(keyed(next));
       std::push_heap(heads_.begin(), heads_.end(), after);
     }
@@ -334,6 +346,25 @@ void Simulator::plan_by_groups() {
       touched = now_;  // the next group has not been checked against what changed
     }
   }
+  return true;
+}
+
+// The plan near now by groups: whether job j's request is over the longest run in which a job
+// of its procs could start now, or before near_until_ and end by exact_until_ (as in
+// near_from()); then it and the rest of its group, of the same request, are left out, and
+// exact_until_ comes down to runs.beyond.
+bool Simulator::passed_over(int32_t j) {
+  if (std::isinf(near_until_)) return false;
+  const int32_t procs = w_.procs[j];
+  if (procs_runs_.size() <= static_cast<size_t>(procs)) procs_runs_.resize(procs + 1);
+  ProcsRuns& k = procs_runs_[procs];
+  if (k.scan != scan_ || k.changes != profile_.changes() || k.until != exact_until_) {
+    k.scan = scan_, k.changes = profile_.changes(), k.until = exact_until_;
+    k.runs = profile_.runs(procs, free_, near_until_, exact_until_);
+  }
+  if (estimate(j) <= k.runs.within) return false;
+  exact_until_ = std::min(exact_until_, k.runs.beyond);
+  return true;
 }
 
 // The free procs back from the jobs planned to start, which start no more.

@@ -126,7 +126,8 @@ class Simulator {
   double plan_from_scratch();
   bool plan_holds();
   bool plan_by_index(bool held, double near);
-  void plan_by_groups();
+  bool plan_by_groups(double near);
+  bool passed_over(int32_t job);
   double fit_until(int32_t procs) const;
   size_t near_from(size_t r, size_t last);
   bool near_runs(size_t c);
@@ -217,7 +218,8 @@ class Simulator {
   // or after near_until_ are left out of it. The jobs a scan starts, once it is certain.
   double exact_until_ = 0, near_until_ = 0;
   std::vector<int32_t> starting_;
-  // FCFS's plan near now reaches this far past now: half the longest request among the
+  // The plan near now (FCFS, WFP3, UNICEP, SJBF) reaches this far past now: half the longest
+  // request among the
   // window's jobs. On LANL-CM5 x0.5 and x0.25 it then tells what starts at all but 1 of
   // ~169,000 scans (a quarter of the longest request: ~1,650; 0.15 of it: ~17,000, 5x
   // slower); a wider one places more reservations (the whole request: 2x slower).
@@ -237,6 +239,14 @@ class Simulator {
     size_t covered_from = 0, covered_slot = 0;
   };
   std::vector<NearClass> near_;
+  // passed_over()'s, per procs: the runs as of scan, profile_.changes() and exact_until_.
+  struct ProcsRuns {
+    Profile::Runs runs{0, 0};
+    uint32_t scan = 0;
+    uint64_t changes = 0;
+    double until = 0;
+  };
+  std::vector<ProcsRuns> procs_runs_;
   // plan_by_groups()'s: per group, the last scan at which it fitted now; the groups that
   // fitted as the scan began; the next job of every group, keyed, merged (heads_) or not yet
   // reached (later_).

@@ -1,6 +1,7 @@
-"""Conservative backfilling under FCFS with requests plans only near now: the jobs that could
-not start before now + half the longest request, or would run past the start of one left
-out, are passed over by size class and stay out of the profile, and a scan that cannot tell
+"""Conservative backfilling with requests under FCFS, WFP3, UNICEP and SJBF plans only near
+now: the jobs that could not start before now + half the longest request, or would run past
+the start of one left out, are passed over by size class (FCFS) or group (the others) and stay
+out of the profile, and a scan that cannot tell
 from that plan whether a job starts is planned again whole (issue 17). A hand case for each
 bound, and long queues against the reference. Long queues on a small machine put most
 reservations far from now, and early completions move them: the start times must be those
@@ -15,8 +16,11 @@ from simhelpers import trace_of
 from ddppo_hpc.sim import simulate as simulate_cpp
 
 
+@pytest.mark.parametrize("policy", ("fcfs", "wfp3", "unicep"))
 @pytest.mark.parametrize(("request_6", "start_6"), [(25.0, 0.0), (75.0, 70.0)])
-def test_the_reservations_left_out_bound_what_the_plan_near_now_can_tell(request_6, start_6):
+def test_the_reservations_left_out_bound_what_the_plan_near_now_can_tell(
+    policy, request_6, start_6
+):
     # 8 procs, all jobs at 0 but the last, whose request (120) is the longest: the plan near
     # now reaches half of it, to 60. Job 1 (6 procs to 20) runs; job 2 (4 procs) is committed
     # on [20, 30); job 3 (5 procs) is reserved on [30, 60); job 4 (8 procs) would start at
@@ -25,7 +29,9 @@ def test_the_reservations_left_out_bound_what_the_plan_near_now_can_tell(request
     # starts at 70), not reserved on [20, 60.5), which would keep job 6 (2 procs, 25 s) from
     # starting now beside job 2's reservation. With a request of 75 s, job 6 fits now in the
     # profile without jobs 4 and 5 but not beside job 4 on [60, 70): the plan near now cannot
-    # tell, and the whole plan starts it at 70, after job 4.
+    # tell, and the whole plan starts it at 70, after job 4. Nobody has waited at 0, so WFP3
+    # and UNICEP order the jobs as FCFS does there, by groups of equal size and request (their
+    # later scans differ).
     jobs = [
         Job(1, 0.0, 20.0, 6, 20.0, 0),
         Job(2, 0.0, 10.0, 4, 10.0, 0),
@@ -35,10 +41,12 @@ def test_the_reservations_left_out_bound_what_the_plan_near_now_can_tell(request
         Job(6, 0.0, request_6, 2, request_6, 0),
         Job(7, 1000.0, 1.0, 1, 120.0, 0),
     ]
-    expected = {1: 0.0, 2: 20.0, 3: 30.0, 4: 60.0, 5: 70.0, 6: start_6, 7: 1000.0}
-    assert simulate(jobs, 8, "fcfs", "conservative") == expected
+    expected = simulate(jobs, 8, policy, "conservative")
+    assert expected[6] == start_6
+    if policy == "fcfs":
+        assert expected == {1: 0.0, 2: 20.0, 3: 30.0, 4: 60.0, 5: 70.0, 6: start_6, 7: 1000.0}
     trace = trace_of(jobs, 8)
-    result = simulate_cpp(trace, "fcfs", "conservative")
+    result = simulate_cpp(trace, policy, "conservative")
     assert dict(zip(trace.id.tolist(), result.start_time.tolist())) == expected
 
 
@@ -59,7 +67,7 @@ def far_plans(draw, max_jobs: int):
     return jobs, machine
 
 
-@pytest.mark.parametrize("policy", ("fcfs", "sjf", "f1"))
+@pytest.mark.parametrize("policy", ("fcfs", "sjf", "f1", "wfp3", "unicep", "sjbf"))
 @settings(max_examples=30, deadline=None)
 @given(workload=far_plans(max_jobs=70))
 def test_plans_near_now_start_what_the_whole_plan_starts(policy, workload):
