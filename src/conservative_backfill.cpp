@@ -11,7 +11,10 @@ namespace ddppo {
 
 namespace {
 constexpr size_t kNone = std::numeric_limits<size_t>::max();
-}
+// near_from() looks at every size class for each job it does not pass over: with more
+// (lublin_256: 181, the synthetic store: 965) that costs more than the plan near now saves.
+constexpr size_t kNearClasses = 128;
+}  // namespace
 
 // The waiting jobs in policy order as ranked_ holds them (positions), the hopeful ones marked.
 struct Simulator::RankedOrder {
@@ -82,7 +85,7 @@ size_t Simulator::near_from(size_t r, size_t last) {
       const bool exact = near_runs(c);
       if (first->candidate >= r && exact) break;
       first->candidate_slot = index_->first_in_class(
-          c, index_->slot_at(c, first->candidate_slot, r), first->runs.within);
+          c, index_->slot_at(c, first->candidate_slot, r), near_limit(first->runs.within));
       first->candidate = index_->class_rank(c, first->candidate_slot);
       first->exact = true;
     }
@@ -97,7 +100,7 @@ size_t Simulator::near_from(size_t r, size_t last) {
       }
       if (k.covered_from >= std::min(next, below)) continue;
       near_runs(c);
-      k.covered = k.runs.within;
+      k.covered = near_limit(k.runs.within);
       k.covered_slot = index_->first_in_class(c, k.covered_slot, k.covered);
       k.covered_from = index_->class_rank(c, k.covered_slot);
       exact_until_ = std::min(exact_until_, k.runs.beyond);
@@ -167,9 +170,9 @@ void Simulator::conservative_scan() {
   if (index_ && estimate_ == Estimate::kRequest) {
     // FCFS: the plan near now, or the whole plan where that cannot tell what starts (rare).
     // SJF and F1 rank short or small jobs first: their last job that can start comes early.
+    const bool near = policy_ == Policy::kFcfs && index_->size_classes() <= kNearClasses;
     const bool held = plan_holds();
-    if (!plan_by_index(held, policy_ == Policy::kFcfs ? now_ + near_width_ : kWhole))
-      plan_by_index(false, kWhole);
+    if (!plan_by_index(held, near ? now_ + near_width_ : kWhole)) plan_by_index(false, kWhole);
     start_planned();
   } else if (groups_ && estimate_ == Estimate::kRequest) {
     if (!plan_by_groups(now_ + near_width_)) {
@@ -215,9 +218,10 @@ bool Simulator::plan_by_index(bool held, double near) {
 // it: the jobs left out (near_from()) start at or after it there. So (1) a job that fits now
 // in the profile fits in the plan from scratch where now + d <= exact_until_; where not, the
 // answer is unknown and the scan is made again whole (near_until_ infinite: nothing left out);
-// a job that does not fit in the profile fits in no lower one; (2) the jobs near_from() does
-// not pass over have an earliest start before near_until_ from which they end by
-// exact_until_, so they start there in the plan from scratch too, and are reserved alike. So
+// a job that does not fit in the profile fits in no lower one; (2) a job found earliest at
+// `at` in the profile starts no earlier in the plan from scratch, and exactly there where its
+// run ends by exact_until_: then it is reserved alike, else left out (reserve_near()); the jobs
+// near_from() does not pass over are almost all of the first kind. So
 // the jobs that start are those of the plan from scratch, while the profile holds only the
 // reservations near now (on LANL-CM5 x0.5: ~1 in 40 of the plan's jobs).
 template <typename Order>
@@ -234,9 +238,10 @@ bool Simulator::plan_through(const Order& order, size_t k, size_t last) {
       if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], duration), free_ -= w_.procs[j];
       touched = now_;
     } else {
-      const double at = profile_.reserve_earliest(w_.procs[j], duration);
-      plan_earliest_ = std::min(plan_earliest_, at);
-      if (duration > 0) touched = std::min(touched, at);
+      if (const double at = reserve_near(j); !std::isnan(at)) {
+        plan_earliest_ = std::min(plan_earliest_, at);
+        if (duration > 0) touched = std::min(touched, at);
+      }
     }
     while (last > k) {
       const int32_t l = order.job(last);
@@ -323,8 +328,8 @@ bool Simulator::plan_by_groups(double near) {
       if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], duration), free_ -= w_.procs[j];
       touched = now_;
     } else {
-      const double at = profile_.reserve_earliest(w_.procs[j], duration);
-      if (duration > 0) touched = std::min(touched, at);
+      if (const double at = reserve_near(j); !std::isnan(at) && duration > 0)
+        touched = std::min(touched, at);
       group_fits_[g] = 0;
     }
     if (int32_t next = passed ? -1 : groups_->next_beside(j); next >= 0) {
@@ -362,9 +367,30 @@ bool Simulator::passed_over(int32_t j) {
     k.scan = scan_, k.changes = profile_.changes(), k.until = exact_until_;
     k.runs = profile_.runs(procs, free_, near_until_, exact_until_);
   }
-  if (estimate(j) <= k.runs.within) return false;
+  if (estimate(j) <= near_limit(k.runs.within)) return false;
   exact_until_ = std::min(exact_until_, k.runs.beyond);
   return true;
+}
+
+// The longest request a job may have not to be passed over where runs.within is `within`: a
+// little more, for the rounding of a run's end minus its start; the jobs visited that do not
+// fit near now after all are left out one by one (reserve_near()).
+double Simulator::near_limit(double within) const {
+  return within + 1e-9 * (std::fabs(near_until_) + within);
+}
+
+// Reserves job j at its earliest start and returns it, or, in the plan near now where that
+// start is at or after near_until_ or its run ends past exact_until_, leaves it out, brings
+// exact_until_ down to that start (no earlier one fits in the plan from scratch) and returns
+// NaN.
+double Simulator::reserve_near(int32_t j) {
+  const Profile::Slot slot = profile_.earliest_slot(w_.procs[j], estimate(j));
+  if (slot.at < near_until_ && slot.at + estimate(j) <= exact_until_) {
+    profile_.reserve(slot, w_.procs[j], estimate(j));
+    return slot.at;
+  }
+  exact_until_ = std::min(exact_until_, slot.at);
+  return std::numeric_limits<double>::quiet_NaN();
 }
 
 // The free procs back from the jobs planned to start, which start no more.

@@ -121,9 +121,19 @@ void Profile::reserve_now(int32_t procs, double duration) {
   take(0, next - steps_.begin(), until, procs);
 }
 
-// Starts the search from the latest start found since the reset for a job of as many procs
-// and no longer.
 double Profile::reserve_earliest(int32_t procs, double duration) {
+  const Slot slot = earliest_slot(procs, duration);
+  reserve(slot, procs, duration);
+  return slot.at;
+}
+
+void Profile::reserve(const Slot& slot, int32_t procs, double duration) {
+  if (slot.at + duration > slot.at) take(slot.first, slot.next, slot.at + duration, procs);
+}
+
+// Starts the search from the latest start found since the reset for a job of as many procs
+// and no longer: the profile has only lost procs since.
+Profile::Slot Profile::earliest_slot(int32_t procs, double duration) {
   if (found_.size() <= static_cast<size_t>(procs)) found_.resize(procs + 1);
   Found& f = found_[procs];
   if (f.reset != resets_) f.reset = resets_, f.starts.clear();
@@ -141,8 +151,7 @@ double Profile::reserve_earliest(int32_t procs, double duration) {
     std::prev(above)->second = at;
   else if (above == f.starts.begin() || std::prev(above)->second < at)
     f.starts.insert(above, {duration, at});
-  if (at + duration > at) take(first, next, at + duration, procs);
-  return at;
+  return {at, first, next};
 }
 
 }  // namespace ddppo

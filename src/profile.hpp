@@ -23,8 +23,16 @@ class Profile {
   bool fits_now(int32_t procs, double duration) const;
   // Takes `procs` over [start, start + duration).
   void reserve_now(int32_t procs, double duration);
-  // Takes `procs` for `duration` from the earliest step start at which they are free at that
-  // instant and over all of [start, start + duration); returns that start.
+  // The earliest step start at which `procs` are free at that instant and over all of
+  // [start, start + duration), and where to take them from: valid until the profile changes.
+  struct Slot {
+    double at;
+    size_t first, next;
+  };
+  Slot earliest_slot(int32_t procs, double duration);
+  // Takes `procs` for `duration` from the slot's start.
+  void reserve(const Slot& slot, int32_t procs, double duration);
+  // Both: takes them from the earliest start; returns that start.
   double reserve_earliest(int32_t procs, double duration);
 
   struct Step {

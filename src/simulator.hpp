@@ -128,6 +128,8 @@ class Simulator {
   bool plan_by_index(bool held, double near);
   bool plan_by_groups(double near);
   bool passed_over(int32_t job);
+  double near_limit(double within) const;
+  double reserve_near(int32_t job);
   double fit_until(int32_t procs) const;
   size_t near_from(size_t r, size_t last);
   bool near_runs(size_t c);
@@ -219,10 +221,9 @@ class Simulator {
   double exact_until_ = 0, near_until_ = 0;
   std::vector<int32_t> starting_;
   // The plan near now (FCFS, WFP3, UNICEP, SJBF) reaches this far past now: half the longest
-  // request among the
-  // window's jobs. On LANL-CM5 x0.5 and x0.25 it then tells what starts at all but 1 of
-  // ~169,000 scans (a quarter of the longest request: ~1,650; 0.15 of it: ~17,000, 5x
-  // slower); a wider one places more reservations (the whole request: 2x slower).
+  // request among the window's jobs. On LANL-CM5 x0.5 and x0.25 under FCFS it then tells what
+  // starts at all but 1 of ~169,000 scans (a quarter of the longest request: ~1,650; 0.15 of
+  // it: ~17,000, 5x slower); a wider one places more reservations (the whole: 2x slower).
   double near_width_ = 0;
   // near_from()'s, per size class of index_: its runs as of profile_.changes() == changes
   // and exact_until_ == until; a rank no later than its next job with a request of at most
