@@ -2,17 +2,19 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 
 namespace ddppo {
 
 void Profile::reset(double now, int32_t free) {
   steps_.assign(1, {now, free});
-  ++resets_;
+  ++resets_, ++changes_;
 }
 
 bool Profile::move_start(double now) {
   if (steps_.size() > 1 && steps_[1].time <= now) return false;
   steps_[0].time = now;
+  ++changes_;
   return true;
 }
 
@@ -35,6 +37,35 @@ void Profile::lows(std::vector<Step>& out) const {
   out.assign(1, steps_[0]);
   for (const Step& s : steps_)
     if (s.free < out.back().free) out.push_back(s);
+}
+
+// Calls visit(from, end) for each stretch [from, end) of at least `procs` free, in time order.
+template <typename Visit>
+void Profile::each_run(int32_t procs, Visit visit) const {
+  for (size_t k = 0; k < steps_.size();) {
+    if (steps_[k].free < procs) {
+      ++k;
+      continue;
+    }
+    const double from = steps_[k].time;
+    while (k < steps_.size() && steps_[k].free >= procs) ++k;
+    if (!visit(from, k < steps_.size() ? steps_[k].time : std::numeric_limits<double>::infinity()))
+      return;
+  }
+}
+
+Profile::Runs Profile::runs(int32_t procs, int32_t free, double near, double until) const {
+  Runs r{0, std::numeric_limits<double>::infinity()};
+  each_run(procs, [&](double from, double end) {
+    if (from == steps_[0].time && procs <= free) r.within = end - from;
+    if (from < near) r.within = std::max(r.within, std::min(end, until) - from);
+    return from < near;
+  });
+  each_run(procs, [&](double from, double end) {
+    if (end - from > r.within) r.beyond = from;
+    return !(end - from > r.within);
+  });
+  return r;
 }
 
 // The index of the earliest step from i on where a job fits, and the index of the first step
@@ -71,6 +102,7 @@ size_t Profile::at_or_after(double t) const {
 // Takes procs from step `first` up to `until` (past its start); `next` is the first step at
 // or after `until`.
 void Profile::take(size_t first, size_t next, double until, int32_t procs) {
+  ++changes_;
   if (next == steps_.size() || steps_[next].time != until)
     steps_.insert(steps_.begin() + next, {until, steps_[next - 1].free});
   for (size_t i = first; i < next; ++i) steps_[i].free -= procs;
@@ -89,9 +121,19 @@ void Profile::reserve_now(int32_t procs, double duration) {
   take(0, next - steps_.begin(), until, procs);
 }
 
-// Starts the search from the latest start found since the reset for a job of as many procs
-// and no longer.
 double Profile::reserve_earliest(int32_t procs, double duration) {
+  const Slot slot = earliest_slot(procs, duration);
+  reserve(slot, procs, duration);
+  return slot.at;
+}
+
+void Profile::reserve(const Slot& slot, int32_t procs, double duration) {
+  if (slot.at + duration > slot.at) take(slot.first, slot.next, slot.at + duration, procs);
+}
+
+// Starts the search from the latest start found since the reset for a job of as many procs
+// and no longer: the profile has only lost procs since.
+Profile::Slot Profile::earliest_slot(int32_t procs, double duration) {
   if (found_.size() <= static_cast<size_t>(procs)) found_.resize(procs + 1);
   Found& f = found_[procs];
   if (f.reset != resets_) f.reset = resets_, f.starts.clear();
@@ -109,8 +151,7 @@ double Profile::reserve_earliest(int32_t procs, double duration) {
     std::prev(above)->second = at;
   else if (above == f.starts.begin() || std::prev(above)->second < at)
     f.starts.insert(above, {duration, at});
-  if (at + duration > at) take(first, next, at + duration, procs);
-  return at;
+  return {at, first, next};
 }
 
 }  // namespace ddppo

@@ -23,8 +23,16 @@ class Profile {
   bool fits_now(int32_t procs, double duration) const;
   // Takes `procs` over [start, start + duration).
   void reserve_now(int32_t procs, double duration);
-  // Takes `procs` for `duration` from the earliest step start at which they are free at that
-  // instant and over all of [start, start + duration); returns that start.
+  // The earliest step start at which `procs` are free at that instant and over all of
+  // [start, start + duration), and where to take them from: valid until the profile changes.
+  struct Slot {
+    double at;
+    size_t first, next;
+  };
+  Slot earliest_slot(int32_t procs, double duration);
+  // Takes `procs` for `duration` from the slot's start.
+  void reserve(const Slot& slot, int32_t procs, double duration);
+  // Both: takes them from the earliest start; returns that start.
   double reserve_earliest(int32_t procs, double duration);
 
   struct Step {
@@ -36,9 +44,21 @@ class Profile {
   // starts before start + duration holds procs: a few checks per job where many jobs are
   // asked against one profile.
   void lows(std::vector<Step>& out) const;
+  // For jobs of `procs`: `within`, the longest run (`free` procs permitting) from the start,
+  // or from a rise before `near` up to `until` at most, with at least procs free throughout;
+  // `beyond`, the first rise into a longer one (unbounded), before which no longer job of
+  // those procs can start.
+  struct Runs {
+    double within, beyond;
+  };
+  Runs runs(int32_t procs, int32_t free, double near, double until) const;
+  // Counts the resets, reservations and moves: equal counts, equal profiles.
+  uint64_t changes() const { return changes_; }
 
  private:
   size_t at_or_after(double t) const;
+  template <typename Visit>
+  void each_run(int32_t procs, Visit visit) const;
   std::pair<size_t, size_t> earliest(size_t i, int32_t procs, double duration) const;
   void take(size_t first, size_t next, double until, int32_t procs);
 
@@ -51,7 +71,7 @@ class Profile {
     std::vector<std::pair<double, double>> starts;
   };
   std::vector<Found> found_;
-  uint64_t resets_ = 0;
+  uint64_t resets_ = 0, changes_ = 0;
 };
 
 }  // namespace ddppo

@@ -195,6 +195,28 @@ class WaitingIndex {
     return best;
   }
 
+  // For a conservative scan, by size class (ascending procs) and slot (rank order in the
+  // class): the first slot at or after `hint` whose rank is at least r; the first slot at or
+  // after `slot` whose job waits with a request of at most `limit`; a slot's rank (size() past
+  // the class's last).
+  size_t size_classes() const { return sizes_.keys.size(); }
+  int32_t class_procs(size_t c) const { return sizes_.keys[c]; }
+  size_t slot_at(size_t c, size_t hint, size_t r) const {
+    const std::vector<int32_t>& jobs = sizes_.jobs[c];
+    for (size_t end = std::min(hint + 4, jobs.size()); hint < end; ++hint)  // mostly the next
+      if (rank(jobs[hint]) >= r) return hint;
+    return std::lower_bound(jobs.begin() + hint, jobs.end(), r,
+                            [&](int32_t j, size_t at) { return rank(j) < at; }) -
+           jobs.begin();
+  }
+  size_t first_in_class(size_t c, size_t slot, double limit) const {
+    return sizes_.trees[c].first_from(
+        slot, [&](double v) { return v < MinTree<double>::kUnset && v <= limit; });
+  }
+  size_t class_rank(size_t c, size_t slot) const {
+    return slot < sizes_.jobs[c].size() ? rank(sizes_.jobs[c][slot]) : size();
+  }
+
  private:
   // The jobs by a key in classes of equal key, each class's jobs in rank order with a tree
   // over them that holds a value for each waiting one; empty unless built.

@@ -1,0 +1,82 @@
+"""Conservative backfilling with requests under FCFS, WFP3, UNICEP and SJBF plans only near
+now: the jobs that could not start before now + half the longest request, or would run past
+the start of one left out, are passed over by size class (FCFS) or group (the others) and stay
+out of the profile, and a scan that cannot tell
+from that plan whether a job starts is planned again whole (issue 17). A hand case for each
+bound, and long queues against the reference. Long queues on a small machine put most
+reservations far from now, and early completions move them: the start times must be those
+of the reference, which plans every reservation at every scan."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference_sim import Job, simulate
+from simhelpers import trace_of
+
+from ddppo_hpc.sim import simulate as simulate_cpp
+
+
+@pytest.mark.parametrize("policy", ("fcfs", "wfp3", "unicep"))
+@pytest.mark.parametrize(("request_6", "start_6"), [(25.0, 0.0), (75.0, 70.0)])
+def test_the_reservations_left_out_bound_what_the_plan_near_now_can_tell(
+    policy, request_6, start_6
+):
+    # 8 procs, all jobs at 0 but the last, whose request (120) is the longest: the plan near
+    # now reaches half of it, to 60. Job 1 (6 procs to 20) runs; job 2 (4 procs) is committed
+    # on [20, 30); job 3 (5 procs) is reserved on [30, 60); job 4 (8 procs) would start at
+    # 60, so it is left out. Job 5 (3 procs, 40.5 s) fits from 20 in the profile without job
+    # 4, but its run crosses 60, where job 4 holds every proc: it must be left out too (it
+    # starts at 70), not reserved on [20, 60.5), which would keep job 6 (2 procs, 25 s) from
+    # starting now beside job 2's reservation. With a request of 75 s, job 6 fits now in the
+    # profile without jobs 4 and 5 but not beside job 4 on [60, 70): the plan near now cannot
+    # tell, and the whole plan starts it at 70, after job 4 (FCFS). Nobody has waited at 0, so
+    # WFP3 and UNICEP order the jobs as FCFS does there, by groups of equal size and request
+    # (their later scans differ).
+    jobs = [
+        Job(1, 0.0, 20.0, 6, 20.0, 0),
+        Job(2, 0.0, 10.0, 4, 10.0, 0),
+        Job(3, 0.0, 30.0, 5, 30.0, 0),
+        Job(4, 0.0, 10.0, 8, 10.0, 0),
+        Job(5, 0.0, 40.5, 3, 40.5, 0),
+        Job(6, 0.0, request_6, 2, request_6, 0),
+        Job(7, 1000.0, 1.0, 1, 120.0, 0),
+    ]
+    # FCFS plans near now where the queue holds over 16 jobs per size: 120 more whole-machine
+    # jobs after job 6 (in submit order, before job 7), reserved far off.
+    jobs[-1:-1] = [Job(i, 0.0, 10.0, 8, 10.0, 0) for i in range(8, 128)]
+    expected = simulate(jobs, 8, policy, "conservative")
+    if policy == "fcfs" or start_6 == 0.0:
+        assert expected[6] == start_6
+    if policy == "fcfs":
+        assert {j: expected[j] for j in range(1, 6)} == {1: 0.0, 2: 20.0, 3: 30.0, 4: 60.0, 5: 70.0}
+    trace = trace_of(jobs, 8)
+    result = simulate_cpp(trace, policy, "conservative")
+    assert dict(zip(trace.id.tolist(), result.start_time.tolist())) == expected
+
+
+@st.composite
+def far_plans(draw, max_jobs: int):
+    """Up to `max_jobs` jobs on 2 to 16 procs arriving in bursts, of a few sizes (the whole
+    machine among them, so that the queue holds far more work than the longest request),
+    with requests from 1 s to 100 s and runtimes at most their requests."""
+    machine = draw(st.integers(2, 16))
+    sizes = [machine] + draw(st.lists(st.integers(1, machine), min_size=1, max_size=3))
+    jobs, submit = [], 0
+    for i in range(draw(st.integers(max_jobs // 2, max_jobs))):
+        submit += draw(st.sampled_from([0, 0, 0, 1, 7]))
+        requested = draw(st.sampled_from([1, 3, 10, 30, 100]))
+        runtime = draw(st.sampled_from([requested, requested, requested // 2, requested // 10]))
+        procs = draw(st.sampled_from(sizes))
+        jobs.append(Job(i + 1, float(submit), float(runtime), procs, float(requested), 0))
+    return jobs, machine
+
+
+@pytest.mark.parametrize("policy", ("fcfs", "sjf", "f1", "wfp3", "unicep", "sjbf"))
+@settings(max_examples=30, deadline=None)
+@given(workload=far_plans(max_jobs=70))
+def test_plans_near_now_start_what_the_whole_plan_starts(policy, workload):
+    jobs, machine = workload
+    trace = trace_of(jobs, machine)
+    result = simulate_cpp(trace, policy, "conservative")
+    expected = simulate(jobs, machine, policy, "conservative")
+    assert dict(zip(trace.id.tolist(), result.start_time.tolist())) == expected
