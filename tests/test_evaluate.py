@@ -253,9 +253,11 @@ def without_first(weights: dict) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        (lambda c: c["config"]["policy"].update(hidden=64), "(mlp, hidden 64): encode.0.weight "
-         "is [32, 16] in the weights, [64, 16] in the policy"),
-        (lambda c: without_first(c["model"]), "hidden 32): no encode.0.weight in the weights"),
+        (lambda c: c["config"]["policy"].update(hidden=64), "(mlp, hidden 64) on this version's "
+         "observation (11 job, 3 cluster features): encode.0.weight is [32, 14] in the weights, "
+         "[64, 14] in the policy"),
+        (lambda c: without_first(c["model"]), "hidden 32) on this version's observation (11 job, "
+         "3 cluster features): no encode.0.weight in the weights"),
         (lambda c: c["model"].update(extra=torch.zeros(1)), "extra in the weights is not in the"),
         (lambda c: c["config"]["policy"].update(hidden="wide"), "pt: 'policy.hidden' must be int"),
         (lambda c: c["config"]["ppo"].update(lr=-1.0), "pt: 'ppo.lr' must be positive"),
