@@ -181,7 +181,7 @@ def config_overrides(tmp_path) -> list[str]:
 def test_the_training_best_teacher_is_the_lowest_mean_jct_on_the_training_windows(tmp_path):
     (tmp_path / "eight.csv").write_text(EIGHT)
     config = load_config(None, config_overrides(tmp_path))
-    scores = training.rule_scores(config)
+    scores = training.rule_scores(config, training.training_jobs(config))
     assert [(order, placement) for _, order, placement in scores] == [
         ("srtf", "speed_fit"),
         ("fifo", "speed_fit"),
@@ -210,7 +210,7 @@ def test_the_candidates_wait_only_in_a_non_blocking_environment():
         runs = {r: [simulate_gpu(jobs, cluster, *r, 0, f, 32, non_blocking) for f in firsts]
                 for r in RULES}  # fmt: skip
         expected = sorted(np.mean([run.metrics["avg_jct"] for run in runs[r]]) for r in RULES)
-        scores[non_blocking] = [s[0] for s in training.rule_scores(config)]
+        scores[non_blocking] = [s[0] for s in training.rule_scores(config, jobs)]
         assert scores[non_blocking] == pytest.approx(expected)  # rank 0's synthetic jobs
     assert scores[False] != pytest.approx(scores[True])  # the environment's baseline's kind
 

@@ -129,12 +129,12 @@ def window_starts(jobs: GpuWorkload, n: int) -> list[int]:
     return list(range(0, len(jobs) - n + 1, n))
 
 
-def rule_scores(config: TrainConfig) -> list[tuple[float, str, str]]:
+def rule_scores(config: TrainConfig, jobs: GpuWorkload) -> list[tuple[float, str, str]]:
     """(mean avg JCT, order, placement) of every rule a teacher can be, lowest first (ties:
     ORDERS, then TEACHER_PLACEMENTS order), on the consecutive windows of `env.window_jobs`
-    training jobs (rank 0's with synthetic jobs); wait rules when `gpu.non_blocking`, as the
-    environment's reward baseline is then one."""
-    cluster, jobs, n = cluster_of(config), training_jobs(config), config.env.window_jobs
+    of `jobs` (training_jobs(config): rank 0's with synthetic jobs); wait rules when
+    `gpu.non_blocking`, as the environment's reward baseline is then one."""
+    cluster, n = cluster_of(config), config.env.window_jobs
     firsts = window_starts(jobs, n)
     if not firsts:
         raise ConfigError(f"'gpu.teacher': no training window of {n} jobs in {len(jobs)} jobs")
@@ -154,12 +154,13 @@ def with_teacher(config: TrainConfig) -> TrainConfig:
     if config.gpu.teacher == "config":
         return config
     began = time.perf_counter()
-    scores = rule_scores(config)
+    jobs = training_jobs(config)
+    scores = rule_scores(config, jobs)
     chosen = copy.deepcopy(config)
     _, chosen.gpu.order, chosen.gpu.reward_baseline = scores[0]
     wait = config.gpu.non_blocking
     ranked = ", ".join(f"{rule_name(o, p, wait)} {jct:,.0f} s" for jct, o, p in scores)
-    windows = len(window_starts(training_jobs(config), config.env.window_jobs))
+    windows = len(window_starts(jobs, config.env.window_jobs))
     print(
         f"gpu.teacher training_best: {rule_name(*scores[0][1:], wait)}, the lowest mean avg JCT "
         f"on the {windows} training windows ({ranked}; {time.perf_counter() - began:.1f} s)",
