@@ -416,8 +416,8 @@ def trained_how(policy: dict) -> str:
 def observed(config) -> str:
     """The options of the observation and the teaching that are on, in words."""
     env, ppo = config.env, config.ppo
-    words = [name for name in ("history", "heuristic_ranks", "fit_times", "agent_backfill", "wait")
-             if getattr(env, name)]  # fmt: skip
+    options = ("history", "heuristic_ranks", "order_picks", "fit_times", "agent_backfill", "wait")
+    words = [name for name in options if getattr(env, name)]
     if env.reward_baseline != "none":
         words.append(f"relative to {env.reward_baseline}")
     if ppo.imitation_updates:

@@ -93,6 +93,10 @@ class EnvConfig:
     # the teacher (0: the episode's window_jobs); a longer stretch than the episode sees what
     # a greedy order costs later (docs/environment.md, "Best heuristic")
     teacher_jobs: int = 0
+    # the agent picks only among the orders' picks: of the visible jobs, the mask keeps FCFS's
+    # (slot 0) and the one each of F1, SJF, WFP3, UNICEP and SJBF ranks first (at most 6, and
+    # the wait); needs heuristic_ranks (docs/environment.md, "Order picks")
+    order_picks: bool = False
 
 
 @dataclass
@@ -340,7 +344,9 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'env.teacher_jobs' must be at least 0 (0: env.window_jobs)")
     if config.env.teacher_jobs and config.env.teacher != "best":
         raise ConfigError("'env.teacher_jobs' needs 'env.teacher' best")
-    for key in ("heuristic_ranks", "fit_times", "teacher", "teacher_jobs"):
+    if config.env.order_picks and (config.env.agent_backfill or not config.env.heuristic_ranks):
+        raise ConfigError("'env.order_picks' needs 'env.heuristic_ranks', and no agent_backfill")
+    for key in ("heuristic_ranks", "fit_times", "teacher", "teacher_jobs", "order_picks"):
         if config.gpu.mode != "off" and getattr(config.env, key) != getattr(EnvConfig, key):
             raise ConfigError(f"'env.{key}' is for the HPC queue (gpu.mode: off)")
     if config.env.agent_backfill and config.env.backfill == "none":

@@ -101,6 +101,7 @@ def run_policy(
             agent_backfill=options.agent_backfill,
             heuristic_ranks=options.heuristic_ranks,
             fit_times=options.fit_times,
+            order_picks=options.order_picks,
         )
         env.reset()
         obs = env.begin_at([spans[w][0] for w in windows])

@@ -79,6 +79,7 @@ def queue_envs(trace: Trace, n: int, env: EnvConfig, seed: int) -> VecScheduling
         fit_times=env.fit_times,
         teacher=env.teacher,
         teacher_jobs=env.teacher_jobs,
+        order_picks=env.order_picks,
     )
 
 

@@ -64,16 +64,18 @@ class VecSchedulingEnv:
     With `agent_backfill`, backfill scans are decisions too: the mask shows the jobs the
     backfill allows to start now and slot K stops the scan; the cluster features say whether
     it is one (docs/environment.md, "Agent backfilling"). With `heuristic_ranks`, every job
-    slot also has its rank under SJF, WFP3, UNICEP and SJBF, after the other features.
-    `teacher` is whose picks heuristic_actions() gives: `policy`'s (`backfill_order`) or, with
-    `best`, those of the heuristic order that scores the lowest avg bsld on the episode's
-    window (with `teacher_jobs` N longer than it, on the N jobs from its start); `baseline`
-    `best` makes the reward relative to the window's best run (docs/environment.md, "Best
-    heuristic").
+    slot also has its rank under SJF, WFP3, UNICEP and SJBF, after the other features; with
+    `order_picks` (which needs them) the mask shows only the visible jobs that some order
+    picks first (docs/environment.md, "Order picks"). `teacher` is whose picks
+    heuristic_actions() gives: `policy`'s (`backfill_order`) or, with `best`, those of the
+    heuristic order that scores the lowest avg bsld on the episode's window (with
+    `teacher_jobs` N longer than it, on the N jobs from its start); `baseline` `best` makes
+    the reward relative to the window's best run (docs/environment.md, "Best heuristic").
     """
 
     METRICS = EPISODE_METRICS  # the episode metrics in `info`, in the core's column order
     SCORE = "avg_bsld"  # the metric that training logs per episode
+    _pick_columns: list[int] = []  # with order_picks: the rank features; VecGpuEnv has none
 
     def __init__(
         self,
@@ -95,11 +97,17 @@ class VecSchedulingEnv:
         fit_times: bool = False,
         teacher: str = "backfill_order",
         teacher_jobs: int = 0,
+        order_picks: bool = False,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
         if teacher_jobs < 0:
             raise ValueError(f"teacher_jobs must be at least 0, not {teacher_jobs}")
+        if order_picks and (agent_backfill or not heuristic_ranks):
+            raise ValueError("order_picks needs heuristic_ranks, and agent_backfill off")
+        ranks = JOB_FEATURES + HISTORY_JOB_FEATURES * history  # SJF's rank feature
+        if order_picks:
+            self._pick_columns = [JOB_FEATURES - 1, *range(ranks, ranks + RANK_JOB_FEATURES)]
         user_index, users = user_indices(trace.user)
         self.trace = trace
         self.num_envs, self.max_queue, self.window_jobs = num_envs, max_queue, window_jobs
@@ -163,7 +171,17 @@ class VecSchedulingEnv:
         self._logged = np.zeros(b, dtype=np.int64)
 
     def observation(self) -> dict[str, np.ndarray]:
+        if self._pick_columns:
+            self._keep_order_picks()
         return {"jobs": self.jobs, "cluster": self.cluster, "action_mask": self.mask.view(bool)}
+
+    def _keep_order_picks(self) -> None:
+        """Masks every visible job that no order picks first: FCFS picks slot 0, F1 and the
+        heuristic_ranks orders the job they rank 0. The wait slot keeps its mask."""
+        jobs = self.jobs[:, : self.max_queue]
+        picked = (jobs[:, :, self._pick_columns] == 0).any(axis=2)
+        picked[:, 0] = True
+        self.mask[:, : self.max_queue] &= picked
 
     def reset(self) -> tuple[dict[str, np.ndarray], dict]:
         self._core.reset()
