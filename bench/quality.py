@@ -247,10 +247,11 @@ def rule_scores(sets: list[dict]) -> dict:
     return {key: float(np.exp(np.mean(values))) for key, values in logs.items()}
 
 
-def window_bsld(results, key: tuple) -> np.ndarray:
+def window_bsld(results, key: tuple, metric: str = "avg_bsld") -> np.ndarray:
+    """Scheduler row `key`'s per-window `metric` (avg bsld unless named), in window order."""
     w = results.windows
     chosen = rows_of(w, key)
-    return w["avg_bsld"][chosen][np.argsort(w["window"][chosen])]
+    return w[metric][chosen][np.argsort(w["window"][chosen])]
 
 
 ORACLE = "best heuristic"
@@ -270,14 +271,21 @@ def ratio_rows(results, policy: dict, backfills, where: dict, rules: dict) -> li
         vs = {name: versus(mine, results, rule) for name, rule in rules.items()}
         rows.append({**where, "checkpoint": policy["path"], "backfill": backfill, "vs": vs})
         rows[-1].update(bsld=float(mine.mean()), windows=len(mine), summary=backfill == shown)
+        rows[-1].update(means(results, trained_row))
     return rows
+
+
+def means(results, key: tuple) -> dict:
+    """Scheduler row `key`'s mean avg wait and utilization over the windows."""
+    return {m: float(window_bsld(results, key, m).mean()) for m in ("avg_wait", "utilization")}
 
 
 def versus(mine: np.ndarray, results, rule: tuple) -> dict:
     """The paired ratio of per-window avg bsld `mine` to heuristic row `rule`'s in `results`."""
     base = window_bsld(results, rule)
     ratio, low, high = paired_ratio(mine, base)
-    return {"rule": rule, "bsld": float(base.mean()), "ratio": ratio, "low": low, "high": high}
+    vs = {"rule": rule, "bsld": float(base.mean()), "ratio": ratio, "low": low, "high": high}
+    return vs | means(results, rule)
 
 
 def ratio_text(vs: dict) -> str:
@@ -358,6 +366,7 @@ def print_ratios(rows: list[dict]) -> None:
 
 SUMMARY_HEAD = "trace|load|checkpoint|policy backfill|best heuristic|its avg bsld|policy avg bsld"
 SUMMARY_HEAD = (*SUMMARY_HEAD.split("|"), "ratio", "95% interval", "upper < 1")
+SUMMARY_HEAD += ("wait ratio", "utilization points")
 SUMMARY_HEAD += ("validation rule", "vs validation rule", "one rule", "vs one rule")
 HONEST = ("validation rule", "one rule")  # the baselines chosen on the validation windows
 
@@ -367,6 +376,8 @@ def summary_cells(row: dict) -> list[str]:
     cells = [row[k] for k in ("trace", "load", "checkpoint", "backfill")]
     cells += [rule_label(oracle["rule"]), f"{oracle['bsld']:.2f}", f"{row['bsld']:.2f}"]
     cells += [f"{oracle['ratio']:.3f}", interval(oracle), verdict(oracle)]
+    wait = row["avg_wait"] / oracle["avg_wait"] if oracle["avg_wait"] else float("nan")
+    cells += [f"{wait:.2f}", f"{100 * (row['utilization'] - oracle['utilization']):+.1f}"]
     for name in HONEST:
         vs = row["vs"][name]
         cells += [rule_label(vs["rule"]), ratio_text(vs)]
@@ -382,7 +393,9 @@ def print_summary(rows: list[dict]) -> None:
     widths = [max(len(line[i]) for line in table) + 2 for i in range(len(SUMMARY_HEAD))]
     print(
         "\nSummary: each policy under its training backfill; ratio = its mean avg bsld / the "
-        "best heuristic's (the lowest on these windows); vs validation rule, vs one rule: the "
+        "best heuristic's (the lowest on these windows); wait ratio and utilization points: "
+        "its mean avg wait / that heuristic's and its mean utilization minus that heuristic's "
+        "(percentage points); vs validation rule, vs one rule: the "
         "same ratio to the row chosen on the validation windows (per trace and load / one "
         "for all), same windows; 95% paired bootstrap interval (rough with 2 windows)"
     )
@@ -391,7 +404,7 @@ def print_summary(rows: list[dict]) -> None:
 
 
 def markdown(rows: list[dict], policies: list[dict], args, windows: dict) -> str:
-    align = "|---|---|---|---|---|" + "---:|" * 5 + "---|---:|" * len(HONEST)
+    align = "|---|---|---|---|---|" + "---:|" * 7 + "---|---:|" * len(HONEST)
     lines = ["| " + " | ".join(SUMMARY_HEAD) + " |", align]
     lines += ["| " + " | ".join(summary_cells(r)) + " |" for r in rows]
     return "\n".join(lines) + "\n\n" + paragraph(rows, policies, args, windows) + "\n"
@@ -445,7 +458,9 @@ def paragraph(rows: list[dict], policies: list[dict], args, windows: dict) -> st
         f"submit order), up to {args.windows} consecutive windows of {args.jobs} jobs "
         f"({scored} windows), at native load and at a higher one (submit times {higher}). "
         "Ratios: the policy's mean avg bsld / the baseline's on the same windows, with a 95% "
-        "paired bootstrap interval over windows."
+        "paired bootstrap interval over windows; wait ratio: its mean avg wait / the best "
+        "heuristic's; utilization points: its mean utilization minus the best heuristic's, "
+        "in percentage points."
     )
     which = (lambda r: f"{r['checkpoint']}, ") if len(policies) > 1 else (lambda r: "")
     text += f" The policy is worse than the best heuristic on: {losses(rows, ORACLE, which)}."

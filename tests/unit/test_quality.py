@@ -199,6 +199,24 @@ def test_every_load_writes_a_results_file_that_analyze_reads(traces, tmp_path, c
         assert row["vs validation rule"] == ratio_cell(out, row["load"], rule)
         assert row["one rule"] == quality.rule_label(one)
         assert row["vs one rule"] == ratio_cell(out, row["load"], one)
+        mine, best = summary_means(out, row["load"])
+        assert row["wait ratio"] == f"{mine['avg_wait'] / best['avg_wait']:.2f}"
+        points = 100 * (mine["utilization"] - best["utilization"])
+        assert row["utilization points"] == f"{points:+.1f}"
+
+
+def summary_means(out: Path, load: str) -> tuple[dict, dict]:
+    """The policy's (easy) and the best heuristic's mean avg wait and utilization, from the
+    results file's summary."""
+    summary = read_results(out / f"HPC2N-{load}.h5").summary
+    best = quality.best_heuristic(quality.heuristic_means(summary))
+    keys = [
+        tuple(map(str, k)) for k in zip(*(summary[n] for n in ("policy", "backfill", "estimate")))
+    ]
+    rows = [keys.index(("ddppo", "easy", "request")), keys.index(best)]
+    return tuple(
+        {m: float(summary[f"{m}_mean"][i]) for m in ("avg_wait", "utilization")} for i in rows
+    )
 
 
 def readme_rows(text: str) -> list[dict]:
