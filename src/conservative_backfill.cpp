@@ -276,24 +276,33 @@ bool Simulator::plan_by_groups(double near) {
   const int32_t free = std::min(free_, lows_[0].free);
   group_fits_.resize(groups_->size());
   fitting_.clear();
-  groups_->each_oldest([&](int32_t j) {
-    if (w_.procs[j] <= free && now_ + estimate(j) <= fit_until(w_.procs[j])) {
-      group_fits_[groups_->group(j)] = scan_;
-      fitting_.push_back(groups_->group(j));
+  heads_.clear();
+  later_.clear();
+  // One pass keys every group's oldest job and finds the groups that fit now; the last of
+  // those in policy order is the bound.
+  Keyed bound{0, -1};
+  groups_->each_live([&](size_t g, int32_t j) {
+    const Keyed k = keyed(j, groups_->oldest_submit(g), groups_->cached_of(g));
+    heads_.push_back(k);
+    const int32_t procs = groups_->procs_of(g);
+    if (procs <= free && now_ + groups_->request_of(g) <= fit_until(procs)) {
+      group_fits_[g] = scan_;
+      fitting_.push_back(g);
+      if (bound.second < 0 || before(bound, k)) bound = k;
     }
   });
   if (fitting_.empty()) return true;
-  Keyed bound = keyed(groups_->oldest_of(fitting_[0]));
-  for (size_t f : fitting_)
-    if (const Keyed k = keyed(groups_->oldest_of(f)); before(bound, k)) bound = k;
-  heads_.clear();
-  later_.clear();
-  groups_->each_oldest([&](int32_t j) {
-    const Keyed k = keyed(j);
-    (before(bound, k) ? later_ : heads_).push_back(k);
-  });
+  // The groups after the bound wait in later_ (a partition without branches).
+  later_.resize(heads_.size());
+  size_t kept = 0, late = 0;
+  for (const Keyed& k : heads_) {
+    const bool after_bound = before(bound, k);
+    heads_[kept] = k, later_[late] = k;
+    kept += !after_bound, late += after_bound;
+  }
+  heads_.resize(kept);
+  later_.resize(late);
   // A min-heap in policy order: keyed() and before() spare WFP3 its pow() but near ties.
-  auto first = [this](const Keyed& a, const Keyed& b) { return before(a, b); };
   auto after = [this](const Keyed& a, const Keyed& b) { return before(b, a); };
   std::make_heap(heads_.begin(), heads_.end(), after);
   // `touched`: the earliest time the profile or the free procs changed since the group at
@@ -301,20 +310,11 @@ bool Simulator::plan_by_groups(double near) {
   double touched = std::numeric_limits<double>::infinity();
   while (!fitting_.empty()) {
     if (heads_.empty() && later_.empty()) break;  // the rest of the fitting groups passed over
-    if (heads_.empty() || before(bound, heads_.front())) {
-      // The walk passes the bound: the waiting groups up to the next job join.
-      bound =
-          heads_.empty() ? *std::min_element(later_.begin(), later_.end(), first) : heads_.front();
-      size_t kept = 0;
-      for (const Keyed& k : later_) {
-        if (before(bound, k)) {
-          later_[kept++] = k;
-        } else {
-          heads_.push_back(k);
-          std::push_heap(heads_.begin(), heads_.end(), after);
-        }
-      }
-      later_.resize(kept);
+    if (!later_.empty() && (heads_.empty() || before(bound, heads_.front()))) {
+      // The walk passes the bound: every waiting group joins.
+      heads_.insert(heads_.end(), later_.begin(), later_.end());
+      later_.clear();
+      std::make_heap(heads_.begin(), heads_.end(), after);
     }
     std::pop_heap(heads_.begin(), heads_.end(), after);
     const int32_t j = heads_.back().second;

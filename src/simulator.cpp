@@ -54,7 +54,7 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
                    policy_ == Policy::kFcfs ? nullptr : cached_.data(), index_scans());
   else
     groups_.emplace(policy_ == Policy::kSjbf ? w_.user : nullptr, w_.procs, w_.requested_time,
-                    begin_, end_);
+                    w_.submit, cached_.data(), begin_, end_);
   now_ = begin_ < end_ ? w_.submit[begin_] : 0;
   settle();
 }

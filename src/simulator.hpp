@@ -87,8 +87,11 @@ class Simulator {
   // w^3 * (n / r^3) with n / r^3 computed once, within 1e-14 of the score's magnitude:
   // only keys closer than 1e-9 can be out of order, and those are settled by the score.
   double wfp3_product(int32_t job) const {
-    double wait = now_ - w_.submit[job];
-    return wait * wait * wait * cached_[job - begin_];
+    return wfp3_product(w_.submit[job], cached_[job - begin_]);
+  }
+  double wfp3_product(double submit, double cached) const {
+    double wait = now_ - submit;
+    return wait * wait * wait * cached;
   }
   void start(int32_t job);
   void advance();
@@ -137,8 +140,17 @@ class Simulator {
   double priority(int32_t job) const;
   using Keyed = std::pair<double, int32_t>;  // (rank key, job)
   // Inline: an EASY scan keys and compares every candidate (scan_candidates).
-  Keyed keyed(int32_t job) const {
-    return {policy_ == Policy::kWfp3 ? -wfp3_product(job) : priority(job), job};
+  Keyed keyed(int32_t job) const { return keyed(job, w_.submit[job], cached_[job - begin_]); }
+  // The same from the job's submit time and cached_ value, as a group keeps them.
+  Keyed keyed(int32_t job, double submit, double cached) const {
+    switch (policy_) {
+      case Policy::kWfp3:
+        return {-wfp3_product(submit, cached), job};
+      case Policy::kUnicep:  // priority()'s
+        return {-(now_ - submit) / cached, job};
+      default:
+        return {priority(job), job};
+    }
   }
   // Whether keyed job a comes before b in policy order: by the score where the keys are close.
   bool before(const Keyed& a, const Keyed& b) const {
