@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <queue>
@@ -20,6 +21,14 @@
 #include "workload.hpp"
 
 namespace ddppo {
+
+// Doubles as unsigned integers in the same order (-0 as 0).
+inline uint64_t ordered_bits(double x) {
+  x += 0.0;
+  uint64_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u >> 63 ? ~u : u | uint64_t{1} << 63;
+}
 
 class Simulator {
  public:
@@ -130,6 +139,7 @@ class Simulator {
   bool plan_holds();
   bool plan_by_index(bool held, double near);
   bool plan_by_groups(double near);
+
   bool passed_over(int32_t job);
   double near_limit(double within) const;
   double reserve_near(int32_t job);
@@ -159,6 +169,15 @@ class Simulator {
              std::make_pair(priority(b.second), b.second);
     return a < b;
   }
+  // A max-heap comparator that puts the first in policy order on top.
+  auto after_in_order() const {
+    return [this](const Keyed& a, const Keyed& b) { return before(b, a); };
+  }
+  void merge_heads();
+  size_t bucket(double key) const {
+    return (ordered_bits(key) - merge_low_) >> merge_shift_;
+  }
+  Keyed merge_pop();
   bool close_keys(double x, double y) const {
     return policy_ == Policy::kWfp3 &&
            std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
@@ -261,11 +280,17 @@ class Simulator {
   };
   std::vector<ProcsRuns> procs_runs_;
   // plan_by_groups()'s: per group, the last scan at which it fitted now; the groups that
-  // fitted as the scan began; the next job of every group, keyed, merged (heads_) or not yet
-  // reached (later_).
+  // fitted as the scan began; every group's oldest job keyed (heads_), then bucketed by key
+  // (merge_, merge_heads()) and sorted through merge_sorted_, walked through merged_; the next
+  // jobs of the groups walked (nexts_).
   std::vector<uint32_t> group_fits_;
   std::vector<size_t> fitting_;
-  std::vector<Keyed> heads_, later_;
+  std::vector<Keyed> heads_, merge_, nexts_;
+  std::vector<uint64_t> head_bits_;  // merge_heads()'s: per head, its key's bucket
+  std::vector<uint32_t> bucket_ends_;
+  size_t merged_ = 0, merge_sorted_ = 0;
+  uint64_t merge_low_ = 0;
+  int merge_shift_ = 0;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
   std::optional<Predictions> predictions_;  // sjbf or estimate = predicted only
   // Agent backfilling: whether the simulator stands at a backfill decision, its shadow, and

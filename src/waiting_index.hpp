@@ -374,6 +374,7 @@ class WaitingGroups {
   // procs and request, its oldest waiting job (-1 if none), and the next waiting job after j
   // in j's group (-1 if none).
   size_t size() const { return groups_.size(); }
+  size_t live() const { return live_.size(); }  // groups with waiting jobs
   size_t group(int32_t j) const { return group_[j - begin_]; }
   int32_t procs_of(size_t group) const { return sizes_[group]; }
   double oldest_submit(size_t group) const { return oldest_submit_[group]; }
