@@ -98,6 +98,8 @@ class Simulator {
   double wfp3_product(int32_t job) const {
     return wfp3_product(w_.submit[job], cached_[job - begin_]);
   }
+  // UNICEP's score with its divisor computed once.
+  double unicep_score(double submit, double divisor) const { return -(now_ - submit) / divisor; }
   double wfp3_product(double submit, double cached) const {
     double wait = now_ - submit;
     return wait * wait * wait * cached;
@@ -156,8 +158,8 @@ class Simulator {
     switch (policy_) {
       case Policy::kWfp3:
         return {-wfp3_product(submit, cached), job};
-      case Policy::kUnicep:  // priority()'s
-        return {-(now_ - submit) / cached, job};
+      case Policy::kUnicep:
+        return {unicep_score(submit, cached), job};
       default:
         return {priority(job), job};
     }
