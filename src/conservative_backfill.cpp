@@ -264,9 +264,8 @@ bool Simulator::plan_through(const Order& order, size_t k, size_t last) {
 // WFP3, UNICEP and SJBF with requests: in a group of waiting jobs (equal procs and request,
 // and user for SJBF) policy order is index order and every job fits now or none does; once one
 // cannot start, none after it can. The walk merges the groups by policy order at now from their
-// oldest jobs and ends once no group that fitted as the scan began still fits: no later job can
-// start. Only the groups that come before the last fitting group join the merge at first; the
-// others wait in later_ until the walk passes them. The plan is made near now as plan_through()
+// oldest jobs (merge_heads(), merge_pop()) and ends once no group that fitted as the scan began
+// still fits: no later job can start. The plan is made near now as plan_through()
 // makes FCFS's (false where it cannot tell what starts; near infinite: the whole plan), a group
 // passed over once the walk reaches it; the jobs that start go to starting_.
 bool Simulator::plan_by_groups(double near) {
@@ -276,49 +275,27 @@ bool Simulator::plan_by_groups(double near) {
   const int32_t free = std::min(free_, lows_[0].free);
   group_fits_.resize(groups_->size());
   fitting_.clear();
-  groups_->each_oldest([&](int32_t j) {
-    if (w_.procs[j] <= free && now_ + estimate(j) <= fit_until(w_.procs[j])) {
-      group_fits_[groups_->group(j)] = scan_;
-      fitting_.push_back(groups_->group(j));
+  heads_.resize(groups_->live());
+  // One pass keys every group's oldest job and finds the groups that fit now (a key is
+  // written in place: a pair built aside and copied stalled the store to load forwarding).
+  size_t n = 0;
+  groups_->each_live([&](size_t g, int32_t j) {
+    const Keyed k = keyed(j, groups_->oldest_submit(g), groups_->cached_of(g));
+    heads_[n].first = k.first, heads_[n++].second = j;
+    const int32_t procs = groups_->procs_of(g);
+    if (procs <= free && now_ + groups_->request_of(g) <= fit_until(procs)) {
+      group_fits_[g] = scan_;
+      fitting_.push_back(g);
     }
   });
   if (fitting_.empty()) return true;
-  Keyed bound = keyed(groups_->oldest_of(fitting_[0]));
-  for (size_t f : fitting_)
-    if (const Keyed k = keyed(groups_->oldest_of(f)); before(bound, k)) bound = k;
-  heads_.clear();
-  later_.clear();
-  groups_->each_oldest([&](int32_t j) {
-    const Keyed k = keyed(j);
-    (before(bound, k) ? later_ : heads_).push_back(k);
-  });
-  // A min-heap in policy order: keyed() and before() spare WFP3 its pow() but near ties.
-  auto first = [this](const Keyed& a, const Keyed& b) { return before(a, b); };
-  auto after = [this](const Keyed& a, const Keyed& b) { return before(b, a); };
-  std::make_heap(heads_.begin(), heads_.end(), after);
+  merge_heads();
   // `touched`: the earliest time the profile or the free procs changed since the group at
   // fitting_.back() was last found still able to start a job; later changes leave it able to.
   double touched = std::numeric_limits<double>::infinity();
   while (!fitting_.empty()) {
-    if (heads_.empty() && later_.empty()) break;  // the rest of the fitting groups passed over
-    if (heads_.empty() || before(bound, heads_.front())) {
-      // The walk passes the bound: the waiting groups up to the next job join.
-      bound =
-          heads_.empty() ? *std::min_element(later_.begin(), later_.end(), first) : heads_.front();
-      size_t kept = 0;
-      for (const Keyed& k : later_) {
-        if (before(bound, k)) {
-          later_[kept++] = k;
-        } else {
-          heads_.push_back(k);
-          std::push_heap(heads_.begin(), heads_.end(), after);
-        }
-      }
-      later_.resize(kept);
-    }
-    std::pop_heap(heads_.begin(), heads_.end(), after);
-    const int32_t j = heads_.back().second;
-    heads_.pop_back();
+    if (merged_ == merge_.size() && nexts_.empty()) break;  // the rest passed over
+    const int32_t j = merge_pop().second;
     const size_t g = groups_->group(j);
     const double duration = estimate(j);
     const bool passed = passed_over(j);  // and with it the rest of its group
@@ -335,8 +312,8 @@ bool Simulator::plan_by_groups(double near) {
       group_fits_[g] = 0;
     }
     if (int32_t next = passed ? -1 : groups_->next_beside(j); next >= 0) {
-      heads_.push_back(keyed(next));
-      std::push_heap(heads_.begin(), heads_.end(), after);
+      nexts_.push_back(keyed(next));
+      std::push_heap(nexts_.begin(), nexts_.end(), after_in_order());
     }
     while (!fitting_.empty()) {
       const size_t f = fitting_.back();
@@ -354,6 +331,64 @@ bool Simulator::plan_by_groups(double near) {
     }
   }
   return true;
+}
+
+namespace {
+// Two WFP3 keys close enough for before() to compare their scores lie fewer than this many
+// doubles apart (at most 1e-9 * 2^54 < 2^25); buckets are at least twice as wide.
+constexpr int kCloseBits = 25;
+constexpr size_t kBuckets = 256;
+}  // namespace
+
+// The groups' heads in policy order, without a heap over all of them (a walk pops a few dozen
+// of some hundreds): merge_ holds them bucketed by key, each bucket sorted by before() once the
+// walk reaches it; a bucket is sorted with the next where their keys may be close (WFP3), so
+// that every key after merge_sorted_ comes after every one before it. The groups' next jobs,
+// pushed as the walk goes, wait in the heap nexts_.
+void Simulator::merge_heads() {
+  head_bits_.resize(heads_.size());
+  uint64_t low = ~uint64_t{0}, high = 0;
+  for (size_t i = 0; i < heads_.size(); ++i) {
+    const uint64_t u = head_bits_[i] = ordered_bits(heads_[i].first);
+    low = std::min(low, u), high = std::max(high, u);
+  }
+  int shift = kCloseBits + 1;
+  while ((high - low) >> shift >= kBuckets) ++shift;
+  merge_low_ = low, merge_shift_ = shift;
+  bucket_ends_.assign(kBuckets + 1, 0);
+  for (uint64_t& u : head_bits_) ++bucket_ends_[(u = (u - low) >> shift) + 1];
+  for (size_t b = 0; b < kBuckets; ++b) bucket_ends_[b + 1] += bucket_ends_[b];
+  merge_.resize(heads_.size());
+  for (size_t i = 0; i < heads_.size(); ++i)  // each to its bucket's end so far
+    merge_[bucket_ends_[head_bits_[i]]++] = heads_[i];
+  merged_ = merge_sorted_ = 0;
+  nexts_.clear();
+}
+
+// The first job in policy order among merge_ from merged_ on and nexts_.
+Simulator::Keyed Simulator::merge_pop() {
+  if (merged_ == merge_sorted_ && merged_ < merge_.size()) {
+    // bucket_ends_[b] is the end of bucket b now; a bucket's keys start at its lower bound.
+    size_t end = bucket_ends_[bucket(merge_[merged_].first)];
+    for (;;) {
+      uint64_t most = 0;
+      for (size_t i = merged_; i < end; ++i) most = std::max(most, ordered_bits(merge_[i].first));
+      if (end == merge_.size() || policy_ != Policy::kWfp3) break;
+      const size_t b = bucket(merge_[end].first);
+      if ((merge_low_ + (uint64_t{b} << merge_shift_)) - most >= uint64_t{1} << kCloseBits) break;
+      end = bucket_ends_[b];
+    }
+    std::sort(merge_.begin() + merged_, merge_.begin() + end,
+              [this](const Keyed& a, const Keyed& b) { return before(a, b); });
+    merge_sorted_ = end;
+  }
+  if (!nexts_.empty() && (merged_ == merge_.size() || before(nexts_.front(), merge_[merged_]))) {
+    std::pop_heap(nexts_.begin(), nexts_.end(), after_in_order());
+    const Keyed k = nexts_.back();
+    nexts_.pop_back();
+    return k;
+  }
+  return merge_[merged_++];
 }
 
 // The plan near now by groups: whether job j's request is over the longest run in which a job

@@ -39,32 +39,38 @@ void Profile::lows(std::vector<Step>& out) const {
     if (s.free < out.back().free) out.push_back(s);
 }
 
-// Calls visit(from, end) for each stretch [from, end) of at least `procs` free, in time order.
-template <typename Visit>
-void Profile::each_run(int32_t procs, Visit visit) const {
-  for (size_t k = 0; k < steps_.size();) {
-    if (steps_[k].free < procs) {
-      ++k;
-      continue;
-    }
-    const double from = steps_[k].time;
-    while (k < steps_.size() && steps_[k].free >= procs) ++k;
-    if (!visit(from, k < steps_.size() ? steps_[k].time : std::numeric_limits<double>::infinity()))
-      return;
-  }
-}
-
+// One walk over the steps: the stretches of at least procs free that `within` looks at are
+// kept (a few) for `beyond`, which then walks on only past them.
 Profile::Runs Profile::runs(int32_t procs, int32_t free, double near, double until) const {
+  constexpr size_t kKept = 32;
+  double kept_from[kKept], kept_end[kKept];
+  size_t n = 0, k = 0;
+  bool all_kept = true;
   Runs r{0, std::numeric_limits<double>::infinity()};
-  each_run(procs, [&](double from, double end) {
+  double from, end;
+  // The next stretch [from, end) from step k on with at least procs free; false if none.
+  auto next_run = [&] {
+    while (k < steps_.size() && steps_[k].free < procs) ++k;
+    if (k == steps_.size()) return false;
+    from = steps_[k].time;
+    while (k < steps_.size() && steps_[k].free >= procs) ++k;
+    end = k < steps_.size() ? steps_[k].time : std::numeric_limits<double>::infinity();
+    return true;
+  };
+  while (next_run()) {
     if (from == steps_[0].time && procs <= free) r.within = end - from;
     if (from < near) r.within = std::max(r.within, std::min(end, until) - from);
-    return from < near;
-  });
-  each_run(procs, [&](double from, double end) {
-    if (end - from > r.within) r.beyond = from;
-    return !(end - from > r.within);
-  });
+    if (n < kKept)
+      kept_from[n] = from, kept_end[n++] = end;
+    else
+      all_kept = false;
+    if (!(from < near)) break;
+  }
+  if (!all_kept) n = 0, k = 0;  // too many to keep: walk again from the start
+  for (size_t i = 0; i < n; ++i)
+    if (kept_end[i] - kept_from[i] > r.within) return {r.within, kept_from[i]};
+  while (next_run())
+    if (end - from > r.within) return {r.within, from};
   return r;
 }
 

@@ -57,8 +57,6 @@ class Profile {
 
  private:
   size_t at_or_after(double t) const;
-  template <typename Visit>
-  void each_run(int32_t procs, Visit visit) const;
   std::pair<size_t, size_t> earliest(size_t i, int32_t procs, double duration) const;
   void take(size_t first, size_t next, double until, int32_t procs);
 

@@ -54,7 +54,7 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
                    policy_ == Policy::kFcfs ? nullptr : cached_.data(), index_scans());
   else
     groups_.emplace(policy_ == Policy::kSjbf ? w_.user : nullptr, w_.procs, w_.requested_time,
-                    begin_, end_);
+                    w_.submit, cached_.data(), begin_, end_);
   now_ = begin_ < end_ ? w_.submit[begin_] : 0;
   settle();
 }
@@ -115,9 +115,11 @@ int32_t Simulator::pick_heuristic() const {
     case Policy::kWfp3:
       return pick_wfp3();
     case Policy::kUnicep:
-      return lowest([this](int32_t j) { return -(now_ - w_.submit[j]) / cached_[j - begin_]; });
+      return lowest([this](size_t g, int32_t) {
+        return unicep_score(groups_->oldest_submit(g), groups_->cached_of(g));
+      });
     default:
-      return lowest([this](int32_t j) { return sjbf_score(j); });
+      return lowest([this](size_t, int32_t j) { return sjbf_score(j); });
   }
 }
 
@@ -133,14 +135,14 @@ size_t Simulator::heuristic_position(size_t count) const {
   return best;
 }
 
-// The waiting job with the lowest key, a score that orders each group as index order;
-// ties go to the first in queue order.
+// The waiting job with the lowest key(group, its oldest job), a score that orders each group
+// as index order; ties go to the first in queue order.
 template <typename Key>
 int32_t Simulator::lowest(Key key) const {
   int32_t best = -1;
   double best_key = std::numeric_limits<double>::infinity();
-  groups_->each_oldest([&](int32_t j) {
-    const double k = key(j);
+  groups_->each_live([&](size_t g, int32_t j) {
+    const double k = key(g, j);
     if (best < 0 || k < best_key || (k == best_key && j < best)) best_key = k, best = j;
   });
   return best;
@@ -250,8 +252,8 @@ double Simulator::priority(int32_t job) const {
   switch (policy_) {
     case Policy::kWfp3:
       return score(policy_, w_, job, now_);
-    case Policy::kUnicep:  // the score with its divisor computed once
-      return -(now_ - w_.submit[job]) / cached_[job - begin_];
+    case Policy::kUnicep:
+      return unicep_score(w_.submit[job], cached_[job - begin_]);
     case Policy::kSjbf:
       return sjbf_score(job);
     default:
@@ -268,10 +270,13 @@ void Simulator::settle(std::vector<Keyed>::iterator first,
 
 int32_t Simulator::pick_wfp3() const {
   double most = 0;
-  groups_->each_oldest([&](int32_t j) { most = std::max(most, wfp3_product(j)); });
+  auto product = [this](size_t g) {
+    return wfp3_product(groups_->oldest_submit(g), groups_->cached_of(g));
+  };
+  groups_->each_live([&](size_t g, int32_t) { most = std::max(most, product(g)); });
   const double near = most * (1 - 1e-9);
-  return lowest([&](int32_t j) {
-    return wfp3_product(j) >= near ? priority(j) : std::numeric_limits<double>::infinity();
+  return lowest([&](size_t g, int32_t j) {
+    return product(g) >= near ? priority(j) : std::numeric_limits<double>::infinity();
   });
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <queue>
@@ -20,6 +21,14 @@
 #include "workload.hpp"
 
 namespace ddppo {
+
+// Doubles as unsigned integers in the same order (-0 as 0).
+inline uint64_t ordered_bits(double x) {
+  x += 0.0;
+  uint64_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u >> 63 ? ~u : u | uint64_t{1} << 63;
+}
 
 class Simulator {
  public:
@@ -87,8 +96,13 @@ class Simulator {
   // w^3 * (n / r^3) with n / r^3 computed once, within 1e-14 of the score's magnitude:
   // only keys closer than 1e-9 can be out of order, and those are settled by the score.
   double wfp3_product(int32_t job) const {
-    double wait = now_ - w_.submit[job];
-    return wait * wait * wait * cached_[job - begin_];
+    return wfp3_product(w_.submit[job], cached_[job - begin_]);
+  }
+  // UNICEP's score with its divisor computed once.
+  double unicep_score(double submit, double divisor) const { return -(now_ - submit) / divisor; }
+  double wfp3_product(double submit, double cached) const {
+    double wait = now_ - submit;
+    return wait * wait * wait * cached;
   }
   void start(int32_t job);
   void advance();
@@ -127,6 +141,7 @@ class Simulator {
   bool plan_holds();
   bool plan_by_index(bool held, double near);
   bool plan_by_groups(double near);
+
   bool passed_over(int32_t job);
   double near_limit(double within) const;
   double reserve_near(int32_t job);
@@ -137,8 +152,17 @@ class Simulator {
   double priority(int32_t job) const;
   using Keyed = std::pair<double, int32_t>;  // (rank key, job)
   // Inline: an EASY scan keys and compares every candidate (scan_candidates).
-  Keyed keyed(int32_t job) const {
-    return {policy_ == Policy::kWfp3 ? -wfp3_product(job) : priority(job), job};
+  Keyed keyed(int32_t job) const { return keyed(job, w_.submit[job], cached_[job - begin_]); }
+  // The same from the job's submit time and cached_ value, as a group keeps them.
+  Keyed keyed(int32_t job, double submit, double cached) const {
+    switch (policy_) {
+      case Policy::kWfp3:
+        return {-wfp3_product(submit, cached), job};
+      case Policy::kUnicep:
+        return {unicep_score(submit, cached), job};
+      default:
+        return {priority(job), job};
+    }
   }
   // Whether keyed job a comes before b in policy order: by the score where the keys are close.
   bool before(const Keyed& a, const Keyed& b) const {
@@ -147,6 +171,15 @@ class Simulator {
              std::make_pair(priority(b.second), b.second);
     return a < b;
   }
+  // A max-heap comparator that puts the first in policy order on top.
+  auto after_in_order() const {
+    return [this](const Keyed& a, const Keyed& b) { return before(b, a); };
+  }
+  void merge_heads();
+  size_t bucket(double key) const {
+    return (ordered_bits(key) - merge_low_) >> merge_shift_;
+  }
+  Keyed merge_pop();
   bool close_keys(double x, double y) const {
     return policy_ == Policy::kWfp3 &&
            std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
@@ -249,11 +282,17 @@ class Simulator {
   };
   std::vector<ProcsRuns> procs_runs_;
   // plan_by_groups()'s: per group, the last scan at which it fitted now; the groups that
-  // fitted as the scan began; the next job of every group, keyed, merged (heads_) or not yet
-  // reached (later_).
+  // fitted as the scan began; every group's oldest job keyed (heads_), then bucketed by key
+  // (merge_, merge_heads()) and sorted through merge_sorted_, walked through merged_; the next
+  // jobs of the groups walked (nexts_).
   std::vector<uint32_t> group_fits_;
   std::vector<size_t> fitting_;
-  std::vector<Keyed> heads_, later_;
+  std::vector<Keyed> heads_, merge_, nexts_;
+  std::vector<uint64_t> head_bits_;  // merge_heads()'s: per head, its key's bucket
+  std::vector<uint32_t> bucket_ends_;
+  size_t merged_ = 0, merge_sorted_ = 0;
+  uint64_t merge_low_ = 0;
+  int merge_shift_ = 0;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
   std::optional<Predictions> predictions_;  // sjbf or estimate = predicted only
   // Agent backfilling: whether the simulator stands at a backfill decision, its shadow, and

@@ -287,66 +287,69 @@ class WaitingIndex {
 // jobs, a few hundred where the queue holds tens of thousands.
 class WaitingGroups {
  public:
-  // `user` null: all in one.
-  WaitingGroups(const int64_t* user, const int32_t* procs, const double* request, size_t begin,
-                size_t end)
-      : begin_(begin), group_(end - begin), slot_(end - begin), waits_(end - begin) {
+  // `user` null: all in one. Groups are numbered by (procs, request), then user. `cached`
+  // (per job of the window) is equal within a group: the simulator's cached_, a function of
+  // procs and request for WFP3 and UNICEP.
+  WaitingGroups(const int64_t* user, const int32_t* procs, const double* request,
+                const double* submit, const double* cached, size_t begin, size_t end)
+      : submit_(submit), begin_(begin), group_(end - begin), slot_(end - begin),
+        waits_(end - begin) {
     std::vector<int32_t> order(end - begin);
     std::iota(order.begin(), order.end(), static_cast<int32_t>(begin));
-    auto key = [&](int32_t j) { return std::make_tuple(user ? user[j] : 0, procs[j], request[j]); };
+    auto key = [&](int32_t j) { return std::make_tuple(procs[j], request[j], user ? user[j] : 0); };
     std::stable_sort(order.begin(), order.end(),
                      [&](int32_t a, int32_t b) { return key(a) < key(b); });
     for (size_t i = 0; i < order.size(); ++i) {
-      if (i == 0 || key(order[i]) != key(order[i - 1])) groups_.emplace_back();
+      if (i == 0 || key(order[i]) != key(order[i - 1])) {
+        groups_.emplace_back();
+        sizes_.push_back(procs[order[i]]);
+        requests_.push_back(request[order[i]]);
+        cached_.push_back(cached[order[i] - begin]);
+      }
       group_[order[i] - begin] = static_cast<int32_t>(groups_.size() - 1);
       slot_[order[i] - begin] = static_cast<int32_t>(groups_.back().jobs.size());
       groups_.back().jobs.push_back(order[i]);
     }
-    by_size_.resize(groups_.size());
-    std::iota(by_size_.begin(), by_size_.end(), 0);
-    auto size_key = [&](int32_t g) {
-      const int32_t j = groups_[g].jobs[0];
-      return std::make_pair(procs[j], request[j]);
-    };
-    std::stable_sort(by_size_.begin(), by_size_.end(),
-                     [&](int32_t a, int32_t b) { return size_key(a) < size_key(b); });
-    for (size_t k = 0; k < by_size_.size(); ++k) {
-      groups_[by_size_[k]].by_size_at = k;
-      sizes_.push_back(procs[groups_[by_size_[k]].jobs[0]]);
-      requests_.push_back(request[groups_[by_size_[k]].jobs[0]]);
-    }
     live_bits_.resize((groups_.size() + 63) / 64);
     oldest_.resize(groups_.size());
+    oldest_submit_.resize(groups_.size());
   }
   // Jobs are added in index order.
   void add(int32_t j) {
     waits_[j - begin_] = 1;
-    Group& g = groups_[group_[j - begin_]];
+    const int32_t id = group_[j - begin_];
+    Group& g = groups_[id];
     ++g.added;
     if (g.waiting++ == 0) {
       g.live_at = live_.size();
-      live_.push_back(group_[j - begin_]);
-      live_bits_[g.by_size_at / 64] |= uint64_t{1} << (g.by_size_at % 64);
-      oldest_[g.by_size_at] = j;
+      live_.push_back(id);
+      live_bits_[id / 64] |= uint64_t{1} << (id % 64);
+      set_oldest(id, j);
     }
   }
   void remove(int32_t j) {
     if (!waits_[j - begin_]) return;
     waits_[j - begin_] = 0;
-    Group& g = groups_[group_[j - begin_]];
+    const int32_t id = group_[j - begin_];
+    Group& g = groups_[id];
     if (--g.waiting > 0) {
-      if (oldest_[g.by_size_at] == j) oldest_[g.by_size_at] = oldest(g);
+      if (oldest_[id] == j) set_oldest(id, oldest(g));
       return;
     }
-    live_bits_[g.by_size_at / 64] &= ~(uint64_t{1} << (g.by_size_at % 64));
+    live_bits_[id / 64] &= ~(uint64_t{1} << (id % 64));
     groups_[live_.back()].live_at = g.live_at;
     live_[g.live_at] = live_.back();
     live_.pop_back();
   }
+  // Calls visit(group, j) for every group that has a waiting job, j its oldest.
+  template <typename Visit>
+  void each_live(Visit visit) const {
+    for (int32_t id : live_) visit(static_cast<size_t>(id), oldest_[id]);
+  }
   // Calls visit(j) for the oldest waiting job of every group that has one.
   template <typename Visit>
   void each_oldest(Visit visit) const {
-    for (int32_t id : live_) visit(oldest_[groups_[id].by_size_at]);
+    each_live([&](size_t, int32_t j) { visit(j); });
   }
   // Calls visit(j) for the oldest waiting job of every group whose jobs an EASY scan may
   // start: procs <= free and either procs <= extra or now + request <= shadow. By (procs,
@@ -366,16 +369,19 @@ class WaitingGroups {
     }
   }
   // The oldest waiting job of j's group, -1 if none.
-  int32_t oldest_beside(int32_t j) const {
-    const Group& g = groups_[group_[j - begin_]];
-    return g.waiting > 0 ? oldest_[g.by_size_at] : -1;
-  }
+  int32_t oldest_beside(int32_t j) const { return oldest_of(group(j)); }
   // A conservative scan walks each group from its oldest waiting job: the group's id, its
-  // oldest waiting job (-1 if none), and the next waiting job after j in j's group (-1 if none).
+  // procs and request, its oldest waiting job (-1 if none), and the next waiting job after j
+  // in j's group (-1 if none).
   size_t size() const { return groups_.size(); }
+  size_t live() const { return live_.size(); }  // groups with waiting jobs
   size_t group(int32_t j) const { return group_[j - begin_]; }
+  int32_t procs_of(size_t group) const { return sizes_[group]; }
+  double oldest_submit(size_t group) const { return oldest_submit_[group]; }
+  double cached_of(size_t group) const { return cached_[group]; }
+  double request_of(size_t group) const { return requests_[group]; }
   int32_t oldest_of(size_t group) const {
-    return groups_[group].waiting > 0 ? oldest_[groups_[group].by_size_at] : -1;
+    return live_bits_[group / 64] >> (group % 64) & 1 ? oldest_[group] : -1;
   }
   int32_t next_beside(int32_t j) const {
     const Group& g = groups_[group_[j - begin_]];
@@ -390,27 +396,28 @@ class WaitingGroups {
     size_t first = 0;           // no job before it waits (none comes back)
     size_t added = 0;           // jobs[0, added) have arrived
     int32_t waiting = 0;
-    size_t live_at = 0;     // its position in live_ while it has waiting jobs
-    size_t by_size_at = 0;  // its position in by_size_
+    size_t live_at = 0;  // its position in live_ while it has waiting jobs
   };
   // How many groups have procs <= p.
   size_t groups_to(int32_t p) const {
     return std::upper_bound(sizes_.begin(), sizes_.end(), p) - sizes_.begin();
   }
+  void set_oldest(int32_t id, int32_t j) { oldest_[id] = j, oldest_submit_[id] = submit_[j]; }
   // The group's oldest waiting job, found when the one before leaves.
   int32_t oldest(Group& g) {
     while (!waits_[g.jobs[g.first] - begin_]) ++g.first;
     return g.jobs[g.first];
   }
+  const double* submit_;
   size_t begin_ = 0;
   std::vector<int32_t> group_, slot_;  // per job of the window: its group, its place there
   std::vector<char> waits_;            // per job of the window
-  std::vector<Group> groups_;
-  std::vector<int32_t> live_;  // the groups with waiting jobs
-  // The groups by (procs, request), their procs and requests, a bit for each that has
-  // waiting jobs and its oldest waiting job.
-  std::vector<int32_t> by_size_, sizes_, oldest_;
-  std::vector<double> requests_;
+  std::vector<Group> groups_;          // by (procs, request)
+  std::vector<int32_t> live_;          // the groups with waiting jobs
+  // Per group: its procs, request and cached value, its oldest waiting job and that job's
+  // submit time, and a bit if it has one: a scan keys every group from these, close together.
+  std::vector<int32_t> sizes_, oldest_;
+  std::vector<double> requests_, cached_, oldest_submit_;
   std::vector<uint64_t> live_bits_;
 };
 

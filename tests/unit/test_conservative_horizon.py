@@ -80,3 +80,39 @@ def test_plans_near_now_start_what_the_whole_plan_starts(policy, workload):
     result = simulate_cpp(trace, policy, "conservative")
     expected = simulate(jobs, machine, policy, "conservative")
     assert dict(zip(trace.id.tolist(), result.start_time.tolist())) == expected
+
+
+def _starts(jobs, machine, policy):
+    trace = trace_of(jobs, machine)
+    result = simulate_cpp(trace, policy, "conservative")
+    return dict(zip(trace.id.tolist(), result.start_time.tolist()))
+
+
+# WFP3 keys a scan by w^3 * (n / r^3), not by its score -pow(w / r, 3) * n: job 5 (300 s,
+# waited 321 s) and job 6 (100 s, waited 107 s) tie on the score, and job 5 comes first by
+# index, but job 6's key is 1 ulp ahead. At 1024 job 1 ends and frees 5 procs; job 3 (the
+# whole machine) is committed for 5000, after job 2, and whichever of jobs 5 and 6 comes first
+# starts now.
+_TIE = [
+    Job(1, 0.0, 1024.0, 5, 1024.0, 0),
+    Job(2, 0.0, 5000.0, 5, 5000.0, 0),
+    Job(3, 1.0, 10.0, 10, 10.0, 0),
+    Job(5, 703.0, 300.0, 5, 300.0, 0),
+    Job(6, 917.0, 100.0, 5, 100.0, 0),
+]
+
+
+def test_a_scan_orders_wfp3_keys_that_tie_on_the_score_by_the_score():
+    expected = simulate(_TIE, 10, "wfp3", "conservative")
+    assert (expected[5], expected[6]) == (1024.0, 1324.0)
+    assert _starts(_TIE, 10, "wfp3") == expected
+
+
+def test_close_wfp3_keys_on_both_sides_of_a_bucket_bound_are_ordered_by_the_score():
+    # Job 4 (the whole machine, 1200 s, from 4.888521330748232) waits and its key is 2^26
+    # doubles ahead of job 5's, exactly: the scan's buckets of keys, 2^26 doubles wide from
+    # job 4's, put job 6 in the first and job 5 in the second. Job 4 is reserved after job 3.
+    jobs = _TIE[:3] + [Job(4, 4.888521330748232, 1200.0, 10, 1200.0, 0)] + _TIE[3:]
+    expected = simulate(jobs, 10, "wfp3", "conservative")
+    assert (expected[4], expected[5], expected[6]) == (5010.0, 1024.0, 1324.0)
+    assert _starts(jobs, 10, "wfp3") == expected
