@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "nearly_sorted.hpp"
 #include "replay.hpp"
 #include "splitmix.hpp"
 
@@ -51,6 +52,7 @@ void BatchEnv::start_window(Env& e, size_t begin) {
   e.sim.emplace(w_, begin, begin + config_.window_jobs, config_.machine_procs, config_.policy,
                 config_.backfill, config_.estimate, config_.agent_backfill);
   if (tracks_history()) start_history(e);
+  start_constants(e);
   e.teacher = config_.policy;
   e.best_bsld = std::numeric_limits<double>::quiet_NaN();
   e.baseline_bsld = std::numeric_limits<double>::quiet_NaN();
@@ -62,6 +64,26 @@ void BatchEnv::start_window(Env& e, size_t begin) {
     e.baseline_reward = reward_of(m);
     e.baseline_bsld = m.avg_bsld;
   }
+}
+
+void BatchEnv::start_constants(Env& e) const {
+  const double machine = config_.machine_procs, log_machine = std::log2(machine);
+  e.constants.resize(config_.window_jobs);
+  e.slot.resize(config_.window_jobs);
+  for (size_t k = 0; k < config_.window_jobs; ++k) {
+    const size_t j = e.begin + k;
+    const double r = w_.requested_time[j];
+    e.constants[k] = {
+        static_cast<float>(std::min(r / kTimeScale, 1.0)),
+        static_cast<float>(w_.procs[j] / machine),
+        // Log scales resolve what the linear ones squash: requests and waits span seconds to
+        // days, sizes 1 to the machine (F1's and WFP3's scores are built on such terms).
+        static_cast<float>(std::min(std::log10(1.0 + r) / kLogDecades, 1.0)),
+        static_cast<float>(log_machine > 0 ? std::log2(w_.procs[j]) / log_machine : 0.0),
+        score(Policy::kF1, w_, j, 0),
+    };
+  }
+  for (std::vector<Ranked>& order : e.ranked) order.clear();
 }
 
 // Every heuristic order's run on jobs [begin, end) as the simulator runs it (its own order
@@ -233,7 +255,6 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   std::memset(mask, 0, S);
   const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(K, queue.size());
-  const double log_machine = std::log2(machine);
   double remaining = 0;
   for (const auto& r : s.running()) {
     e.running_procs[accounts_.user[r.job]] += w_.procs[r.job];
@@ -244,19 +265,19 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   for (size_t k = 0; k < visible; ++k) {
     int32_t j = queue[k];
     int32_t u = accounts_.user[j];
+    const JobConstants& c = e.constants[j - e.begin];
+    e.slot[j - e.begin] = static_cast<int32_t>(k);
     float* f = jobs + k * F;
     f[0] = static_cast<float>(std::min((now - w_.submit[j]) / kTimeScale, 1.0));
-    f[1] = static_cast<float>(std::min(w_.requested_time[j] / kTimeScale, 1.0));
-    f[2] = static_cast<float>(w_.procs[j] / machine);
+    f[1] = c.request;
+    f[2] = c.procs;
     f[3] = w_.procs[j] <= s.free_procs() ? 1.0f : 0.0f;
     f[4] = static_cast<float>(e.running_procs[u] / machine);
     f[5] = static_cast<float>(std::min(e.queued_work[u] / (machine * kTimeScale), 1.0));
     f[6] = 1.0f;
-    // Log scales resolve what the linear ones squash: requests and waits span seconds to
-    // days, sizes 1 to the machine (F1's and WFP3's scores are built on such terms).
-    f[7] = static_cast<float>(std::min(std::log10(1.0 + w_.requested_time[j]) / kLogDecades, 1.0));
+    f[7] = c.log_request;
     f[8] = static_cast<float>(std::min(std::log10(1.0 + now - w_.submit[j]) / kLogDecades, 1.0));
-    f[9] = static_cast<float>(log_machine > 0 ? std::log2(w_.procs[j]) / log_machine : 0.0);
+    f[9] = c.log_procs;
     mask[k] = !s.backfilling() || s.backfill_allows(j);
   }
   // Feature 10: the job's rank under F1 (Carastan-Neto and de Camargo, 2017), a score fitted
@@ -447,19 +468,34 @@ void BatchEnv::observe_history(const Env& e, float* jobs, float* cluster) const 
 // prediction of the history the environment keeps.
 double BatchEnv::score_at(const Env& e, Policy p, int32_t job) const {
   if (p == Policy::kSjbf) return at_least_tenth(e.history.predictions->predict(job));
+  if (p == Policy::kF1) return e.constants[job - e.begin].f1;
   return score(p, w_, job, e.sim->now());
 }
 
 // Writes into column `column` of each visible job's row its rank among the visible jobs under
-// policy p's score (0 = p's pick), over K. Ties go by queue (submit, id) order, as p's do.
+// policy p's score (0 = p's pick), over K. Ties go by queue (submit, id) order, as p's do,
+// which is job order. The order of the last observation is kept: its jobs still waiting are
+// the first of the queue now (the queue loses jobs anywhere, gains them at its end), the
+// newly visible jobs come after them, and the scores that move with time (WFP3, UNICEP, SJBF)
+// seldom cross between decisions, so sorting it again by insertion is nearly linear.
 void BatchEnv::write_ranks(Env& e, Policy p, float* jobs, size_t column) const {
-  const std::vector<int32_t>& queue = e.sim->waiting();
+  const Simulator& s = *e.sim;
+  const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(config_.max_queue, queue.size()), F = job_features();
-  e.ranked.clear();
-  for (size_t k = 0; k < visible; ++k) e.ranked.emplace_back(score_at(e, p, queue[k]), k);
-  std::sort(e.ranked.begin(), e.ranked.end());
+  std::vector<Ranked>& order = e.ranked[static_cast<size_t>(p)];
+  order.erase(std::remove_if(order.begin(), order.end(),
+                             [&](const Ranked& x) {
+                               return x.second == s.committed() ||
+                                      !std::isnan(s.start_times()[x.second - e.begin]);
+                             }),
+              order.end());
+  if (p != Policy::kF1 && p != Policy::kSjf)
+    for (Ranked& x : order) x.first = score_at(e, p, x.second);
+  for (size_t k = order.size(); k < visible; ++k)
+    order.emplace_back(score_at(e, p, queue[k]), queue[k]);
+  sort_nearly_sorted(order.begin(), order.end());
   for (size_t r = 0; r < visible; ++r)
-    jobs[e.ranked[r].second * F + column] =
+    jobs[e.slot[order[r].second - e.begin] * F + column] =
         static_cast<float>(r) / static_cast<float>(config_.max_queue);
 }
 

@@ -173,6 +173,13 @@ class BatchEnv {
     double work = 0;                               // procs x requested_time of the waiting jobs
     std::array<int32_t, kSizeClasses> sizes = {};  // waiting jobs per size class
   };
+  // What a job's row and its F1 score take from the job alone: computed once per window,
+  // not at every decision that shows the job.
+  struct JobConstants {
+    float request, procs, log_request, log_procs;  // features 1, 2, 7 and 9
+    double f1;                                     // F1's score
+  };
+  using Ranked = std::pair<double, int32_t>;  // (score, job)
   struct Env {
     uint64_t seed = 0;
     uint64_t episode = 0;  // numbers the episodes: the window start is a hash of both
@@ -190,12 +197,16 @@ class BatchEnv {
     std::vector<double> last_start;                 // the last finished episode's start times
     std::vector<int32_t> running_procs;             // per user, scratch for the features
     std::vector<double> queued_work;                // per user, scratch
-    std::vector<std::pair<double, size_t>> ranked;  // (score, slot), scratch
+    std::vector<JobConstants> constants;            // per job of the window (job - begin)
+    std::vector<int32_t> slot;                      // per job of the window: its slot, scratch
+    // Per policy (its number): the visible jobs of the last observation in its order.
+    std::array<std::vector<Ranked>, kHeuristics.size()> ranked;
     std::vector<int32_t> freed;                     // fit times' free procs per end, scratch
     History history;                                // with tracks_history() only
   };
   void start_episode(Env& e);
   void start_window(Env& e, size_t begin);
+  void start_constants(Env& e) const;
   void run_heuristics(Env& e);
   // The heuristic order of the lowest avg bsld on jobs [begin, end) and that run's metrics.
   std::pair<Policy, Metrics> best_heuristic(size_t begin, size_t end) const;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "nearly_sorted.hpp"
 #include "profile.hpp"
 
 namespace ddppo {
@@ -296,27 +297,6 @@ void Simulator::sort_by_policy(std::vector<int32_t>& jobs) const {
   for (size_t i = 0; i < keys.size(); ++i) jobs[i] = keys[i].second;
 }
 
-namespace {
-// Sorts [first, last) by insertion, which is linear when it is nearly sorted; false, with the
-// range left unsorted, once more than `moves` elements would have moved.
-template <typename It>
-bool insertion_sort(It first, It last, size_t moves) {
-  for (It it = first; it != last; ++it) {
-    auto x = *it;
-    It hole = it;
-    for (; hole != first && x < hole[-1]; --hole, --moves) {
-      if (moves == 0) {
-        *hole = x;
-        return false;
-      }
-      *hole = hole[-1];
-    }
-    *hole = x;
-  }
-  return true;
-}
-}  // namespace
-
 // Brings ranked_ to the waiting jobs in policy order at now. It keeps the last scan's order:
 // between scans few jobs leave or arrive and few pairs of keys cross (WFP3 and UNICEP keys
 // move with the wait), so sorting it again by insertion is nearly linear.
@@ -328,8 +308,7 @@ void Simulator::rerank() {
   for (int32_t j : waiting())
     if (!listed_[j - begin_]) listed_[j - begin_] = 1, ranked_.emplace_back(0, j);
   for (Keyed& k : ranked_) k = keyed(k.second);
-  if (!insertion_sort(ranked_.begin(), ranked_.end(), 4 * ranked_.size() + 64))
-    std::sort(ranked_.begin(), ranked_.end());
+  sort_nearly_sorted(ranked_.begin(), ranked_.end());
   settle_runs(ranked_);
 }
 
