@@ -3,8 +3,8 @@ B in {1, 16, 64, 256}, on lublin_256 and on a synthetic trace store, beside the 
 reference simulator (tests/reference_sim.py) making random picks on the same windows; then
 under heavy load, LANL-CM5 at its native load and with submit times x 0.5, at B = 64.
 
-    python bench/env_throughput.py [--traces ../shared/traces] [--seconds 3] [--repeat 3]
-        [--tables native,heavy]
+    python bench/env_throughput.py [--traces ../shared/traces] [--seconds 3] [--episodes 4]
+        [--repeat 3] [--tables native,heavy]
 
 Prints tables and asserts nothing. One core, in CPU time (time.process_time): other load on
 a shared machine does not count. The first table: episodes of 1024 jobs, K = 128 visible
@@ -12,12 +12,14 @@ jobs, EASY backfilling; the Python reference builds no observations, so the rati
 understates what the C++ environment saves.
 
 Heavy load (issue 17: within 2x of the native figure at x 0.5): the median of --repeat
-measurements for that environment and for configs/multi-trace.yaml's (its window, K,
-backfilling, order, estimate, history and heuristic ranks), without and with its teacher and
-reward baseline (six heuristic runs per episode and on teacher_jobs), and the native / x 0.5
-ratio. "queue" is the median and the longest queue (waiting jobs) over the decisions of a
-run like the measured ones: an episode's queue is at most its window, as every episode
-starts on an empty machine, however long the whole trace's queue grows.
+measurements of --episodes x window steps from a reset (the same decisions whatever the
+speed, so that builds compare on the same work), for the first table's environment and for
+configs/multi-trace.yaml's (its window, K, backfilling, order, estimate, history and
+heuristic ranks), without and with its teacher and reward baseline (six heuristic runs per
+episode and on teacher_jobs), and the native / x 0.5 ratio. "queue" is the median and the
+longest queue (waiting jobs) over the decisions of the same run: an episode's queue is at
+most its window, as every episode starts on an empty machine, however long the whole
+trace's queue grows.
 """
 
 from __future__ import annotations
@@ -62,17 +64,18 @@ def env_rate(trace: Trace, batch: int, seconds: float) -> float:
     return random_rate(env, seconds)
 
 
-def random_rate(env: VecSchedulingEnv, seconds: float) -> float:
-    """Decisions per CPU second of `env` with random valid actions, from a reset on."""
+def random_rate(env: VecSchedulingEnv, seconds: float, steps: int | None = None) -> float:
+    """Decisions per CPU second of `env` with random valid actions, from a reset on: for
+    `steps` steps (the same work whatever the speed), or else for `seconds` of CPU time."""
     env.reset()
     rng = np.random.default_rng(0)
-    batch = env.num_envs
-    decisions, start = 0, time.process_time()
-    while time.process_time() - start < seconds:
-        for _ in range(max(1, 1024 // batch)):
+    chunk = max(1, 1024 // env.num_envs) if steps is None else steps
+    done, start = 0, time.process_time()
+    while done == 0 or (steps is None and time.process_time() - start < seconds):
+        for _ in range(chunk):
             env.step(env.random_actions(rng))
-        decisions += batch * max(1, 1024 // batch)
-    return decisions / (time.process_time() - start)
+        done += chunk
+    return env.num_envs * done / (time.process_time() - start)
 
 
 def heavy_envs() -> dict:
@@ -106,7 +109,7 @@ def queue_lengths(env: VecSchedulingEnv, steps: int) -> np.ndarray:
     return np.concatenate(lengths)
 
 
-def heavy_table(traces: Path, seconds: float, repeat: int) -> None:
+def heavy_table(traces: Path, episodes: int, repeat: int) -> None:
     native = read_swf(traces / HEAVY)
     loads = {"native": native, f"x {HEAVY_SCALE}": at_load(native, HEAVY_SCALE)}
     print(
@@ -119,8 +122,9 @@ def heavy_table(traces: Path, seconds: float, repeat: int) -> None:
         row, rates = "", []
         for trace in loads.values():
             envs = [make(trace, False) for _ in range(repeat)]
-            rates.append(np.median([random_rate(env, seconds) for env in envs]))
-            lengths = queue_lengths(make(trace, True), 1024)
+            steps = episodes * envs[0].window_jobs
+            rates.append(np.median([random_rate(env, 0, steps) for env in envs]))
+            lengths = queue_lengths(make(trace, True), steps)
             row += f"{rates[-1]:>16,.0f}{f'{np.median(lengths):.0f} / {lengths.max():.0f}':>11}"
         window = envs[0].window_jobs
         print(f"{name:<30}{window:>7}{row}{rates[0] / rates[1]:>16.2f}x", flush=True)
@@ -168,6 +172,7 @@ def main() -> int:
     default_traces = os.environ.get("DDPPO_TRACES", ROOT.parent / "shared" / "traces")
     p.add_argument("--traces", default=default_traces, help="folder of the shared traces")
     p.add_argument("--seconds", type=float, default=3, help="CPU time per measurement")
+    p.add_argument("--episodes", type=int, default=4, help="heavy load: steps / window, per env")
     p.add_argument("--repeat", type=int, default=3, help="heavy-load measurements, median kept")
     p.add_argument("--tables", type=names(TABLES), default=list(TABLES), help="tables to print")
     args = p.parse_args()
@@ -176,7 +181,7 @@ def main() -> int:
     if "native" in args.tables:
         native_table(Path(args.traces), args.seconds)
     if "heavy" in args.tables:
-        heavy_table(Path(args.traces), args.seconds, args.repeat)
+        heavy_table(Path(args.traces), args.episodes, args.repeat)
     return 0
 
 
