@@ -336,7 +336,7 @@ void BatchEnv::start_history(Env& e) {
   const size_t end = e.begin + config_.window_jobs;
   h.predictions.emplace(w_, e.begin, end, false);
   h.arrived = e.begin;
-  h.shown.clear();
+  h.seen = 0;
   h.committed = -1;
   h.running.assign(accounts_.users, 0);
   h.waiting.assign(accounts_.users, 0);
@@ -366,11 +366,11 @@ void BatchEnv::record_start(History& h, int32_t job, double start) const {
 }
 
 // Brings the history up to the simulator's decision after a step that picked or backfilled
-// `picked` (-1: a wait, a stop, or the window's start). The jobs that started since the last
-// call are among the waiting jobs then (`shown`) and the arrivals since: the picked one, and
-// when more started (backfilling), a scan of `shown`, the only cost that grows with the
-// queue. At a backfill decision the picked job may be committed: it leaves the waiting jobs
-// now and starts at a later step.
+// `picked` (-1: a wait, a stop, or the window's start): the arrivals, starts and ends since
+// the last call, whatever the queue's length. The waiting jobs' sums change in the order of
+// the queue (arrivals, the picked job, then the others that started, by job) so that their
+// floating-point total does not depend on the order of the starts. At a backfill decision
+// the picked job may be committed: it leaves the waiting jobs now and starts at a later step.
 void BatchEnv::track(Env& e, int32_t picked) const {
   const Simulator& s = *e.sim;
   if (s.done()) return;
@@ -378,33 +378,30 @@ void BatchEnv::track(Env& e, int32_t picked) const {
   const double now = s.now();
   const std::vector<double>& start = s.start_times();
   auto started = [&](int32_t j) { return !std::isnan(start[j - e.begin]); };
-  const std::vector<int32_t>& queue = s.waiting();
-  // Waiting now: shown - (started of shown) + (arrivals not started).
-  int64_t left = static_cast<int64_t>(h.shown.size()) - static_cast<int64_t>(queue.size());
+  const size_t waited = h.arrived;  // the jobs before it were waiting if they start now
   for (const size_t end = e.begin + config_.window_jobs;
        h.arrived < end && w_.submit[h.arrived] <= now; ++h.arrived) {
     const int32_t j = static_cast<int32_t>(h.arrived);
-    if (started(j))
-      record_start(h, j, start[j - e.begin]);
-    else
-      queue_job(h, j, 1), ++left;
+    if (!started(j)) queue_job(h, j, 1);
   }
-  auto leave = [&](int32_t j) {
-    queue_job(h, j, -1);
+  const std::vector<int32_t>& jobs = s.started_jobs();
+  h.left.clear();
+  for (; h.seen < jobs.size(); ++h.seen) {
+    const int32_t j = jobs[h.seen];
     record_start(h, j, start[j - e.begin]);
-    --left;
-  };
-  if (h.committed >= 0 && started(h.committed))
-    record_start(h, h.committed, start[h.committed - e.begin]), h.committed = -1;
-  if (picked >= 0 && left > 0 && started(picked)) {
-    leave(picked);
-  } else if (picked >= 0 && left > 0 && picked == s.committed()) {
+    if (j == h.committed)
+      h.committed = -1;  // it left the waiting jobs when it was committed
+    else if (static_cast<size_t>(j) < waited)
+      h.left.push_back(j);
+  }
+  if (picked >= 0 && picked == s.committed()) {
     queue_job(h, picked, -1);
     h.committed = picked;
-    --left;
   }
-  for (size_t k = 0; left > 0 && k < h.shown.size(); ++k)
-    if (h.shown[k] != picked && started(h.shown[k])) leave(h.shown[k]);
+  std::sort(h.left.begin(), h.left.end(), [picked](int32_t a, int32_t b) {
+    return std::make_pair(a != picked, a) < std::make_pair(b != picked, b);
+  });
+  for (int32_t j : h.left) queue_job(h, j, -1);
   // Completions: every job that ended by now (a job that ends at now counts), then the
   // runtime-0 ones that started before now.
   while (!h.ends.empty() && h.ends.top().first <= now) {
@@ -414,7 +411,6 @@ void BatchEnv::track(Env& e, int32_t picked) const {
     h.predictions->end(j, start[j - e.begin], end);
   }
   h.predictions->advance(now);
-  h.shown.assign(queue.begin(), queue.end());
 }
 
 // Features 11 to 17 of the visible jobs and cluster features 3 to 8 (docs/environment.md,

@@ -165,7 +165,8 @@ class BatchEnv {
   struct History {
     std::optional<Predictions> predictions;  // the window's users' completed jobs (EASY++)
     size_t arrived = 0;                      // jobs [begin, arrived) have arrived
-    std::vector<int32_t> shown;              // the waiting jobs at the last track()
+    size_t seen = 0;                         // the simulator's started_jobs() [0, seen) are in
+    std::vector<int32_t> left;               // the waiting jobs that started, scratch
     int32_t committed = -1;  // agent backfilling: the committed job, out of the queue, not started
     std::vector<int32_t> running, waiting;   // per user: jobs running, jobs waiting
     using End = std::pair<double, int32_t>;  // (end, job) of a started job of runtime > 0

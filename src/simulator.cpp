@@ -30,6 +30,7 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   if (machine_ <= 0) throw std::invalid_argument("machine size must be positive");
   if (begin_ > end_) throw std::invalid_argument("window start is past the end of the trace");
   start_.assign(end_ - begin_, kNotStarted);
+  started_jobs_.reserve(end_ - begin_);
   waiting_by_procs_.assign(machine_ + 1, 0);
   hopeful_.resize(end_ - begin_);
   listed_.resize(end_ - begin_);
@@ -150,6 +151,7 @@ int32_t Simulator::lowest(Key key) const {
 void Simulator::start(int32_t job) {
   start_[job - begin_] = now_;
   ++started_;
+  started_jobs_.push_back(job);
   waiting_count_add(w_.procs[job], -1);
   if (index_) index_->remove(job);
   if (groups_) groups_->remove(job);
