@@ -339,6 +339,7 @@ void BatchEnv::start_history(Env& e) {
   h.seen = 0;
   h.committed = -1;
   h.running.assign(accounts_.users, 0);
+  e.user_features.assign(accounts_.users, {});
   h.waiting.assign(accounts_.users, 0);
   h.ends = {};
   h.work = 0;
@@ -415,36 +416,25 @@ void BatchEnv::track(Env& e, int32_t picked) const {
 
 // Features 11 to 17 of the visible jobs and cluster features 3 to 8 (docs/environment.md,
 // "History"): EASY++ and the user's history per job, the queue past slot K.
-void BatchEnv::observe_history(const Env& e, float* jobs, float* cluster) const {
+void BatchEnv::observe_history(Env& e, float* jobs, float* cluster) const {
   const History& h = e.history;
   const Simulator& s = *e.sim;
   const size_t K = config_.max_queue, F = job_features();
   const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(K, queue.size());
-  const UserHistory& users = h.predictions->history();
-  auto ratio = [&](int32_t j, double runtime) {
-    const double r = w_.requested_time[j];
-    return r > 0 ? std::min(runtime / r, 1.0) : 1.0;
-  };
-  auto log_time = [](double t) { return std::min(std::log10(1.0 + t) / kLogDecades, 1.0); };
   double shown_work = 0;
   std::array<int32_t, kSizeClasses> shown_sizes = {};
   for (size_t k = 0; k < visible; ++k) {
     const int32_t j = queue[k], u = accounts_.user[j];
-    const double p = h.predictions->predict(j);
-    const int n = users.recent_count(j);
-    double user_ratio = n == 0 ? 1 : 0, mean = 0;
-    for (int i = 0; i < n; ++i) {
-      const int32_t done = users.recent(j, i);
-      user_ratio += ratio(done, w_.runtime[done]) / n;
-      mean += w_.runtime[done] / n;
-    }
+    const double p = h.predictions->predict(j), r = w_.requested_time[j];
+    const UserFeatures& user = user_features(e, j, p);
     float* f = jobs + k * F + kJobFeatures;
-    f[0] = static_cast<float>(log_time(p));
-    f[1] = static_cast<float>(ratio(j, p));
-    f[2] = static_cast<float>(user_ratio);
-    f[3] = static_cast<float>(log_time(mean));
-    f[4] = static_cast<float>(n / 2.0);
+    // log_time(p): the request's is feature 7's.
+    f[0] = p == r ? e.constants[j - e.begin].log_request : user.log_prediction;
+    f[1] = static_cast<float>(r > 0 ? std::min(p / r, 1.0) : 1.0);
+    f[2] = user.ratio;
+    f[3] = user.log_mean;
+    f[4] = static_cast<float>(user.count / 2.0);
     f[5] = static_cast<float>(std::min(h.running[u] / static_cast<double>(K), 1.0));
     f[6] = static_cast<float>(std::min(h.waiting[u] / static_cast<double>(K), 1.0));
     shown_work += w_.procs[j] * w_.requested_time[j];
@@ -458,6 +448,30 @@ void BatchEnv::observe_history(const Env& e, float* jobs, float* cluster) const 
   c[1] = static_cast<float>(std::min(std::log10(1.0 + work) / 2, 1.0));
   for (size_t b = 0; b < kSizeClasses; ++b)
     c[2 + b] = hidden ? static_cast<float>((h.sizes[b] - shown_sizes[b]) / double(hidden)) : 0.0f;
+}
+
+// The history features of `job`'s user now, whose EASY++ prediction is p: computed again only
+// when its recent jobs (for the log of the prediction: the prediction) changed since.
+const BatchEnv::UserFeatures& BatchEnv::user_features(Env& e, int32_t job, double p) const {
+  const UserHistory& users = e.history.predictions->history();
+  UserFeatures& user = e.user_features[accounts_.user[job]];
+  auto log_time = [](double t) { return std::min(std::log10(1.0 + t) / kLogDecades, 1.0); };
+  const int n = users.recent_count(job);
+  std::array<int32_t, 2> recent = {-1, -1};
+  for (int i = 0; i < n; ++i) recent[i] = users.recent(job, i);
+  if (n != user.count || recent != user.recent) {
+    double ratio = n == 0 ? 1 : 0, mean = 0;
+    for (int i = 0; i < n; ++i) {
+      const int32_t done = recent[i];
+      const double r = w_.requested_time[done];
+      ratio += (r > 0 ? std::min(w_.runtime[done] / r, 1.0) : 1.0) / n;
+      mean += w_.runtime[done] / n;
+    }
+    user = {n, recent, static_cast<float>(ratio), static_cast<float>(log_time(mean))};
+  }
+  if (p != w_.requested_time[job] && p != user.prediction)
+    user.prediction = p, user.log_prediction = static_cast<float>(log_time(p));
+  return user;
 }
 
 // Policy p's score of `job` at the decision (docs/simulation.md), SJBF's with the EASY++

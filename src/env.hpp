@@ -181,6 +181,16 @@ class BatchEnv {
     double f1;                                     // F1's score
   };
   using Ranked = std::pair<double, int32_t>;  // (score, job)
+  // A user's history features (13 and 14) as of its recent jobs, and the log of its EASY++
+  // prediction (feature 11 where that is below the request): they change only when one of
+  // its jobs completes, not at every decision that shows one of its jobs.
+  struct UserFeatures {
+    int count = -1;  // of the recent jobs below; -1: not computed in this window
+    std::array<int32_t, 2> recent = {-1, -1};
+    float ratio = 0, log_mean = 0;
+    double prediction = std::numeric_limits<double>::quiet_NaN();
+    float log_prediction = 0;
+  };
   struct Env {
     uint64_t seed = 0;
     uint64_t episode = 0;  // numbers the episodes: the window start is a hash of both
@@ -200,6 +210,7 @@ class BatchEnv {
     std::vector<double> queued_work;                // per user, scratch
     std::vector<JobConstants> constants;            // per job of the window (job - begin)
     std::vector<int32_t> slot;                      // per job of the window: its slot, scratch
+    std::vector<UserFeatures> user_features;        // per user, with the history features
     // Per policy (its number): the visible jobs of the last observation in its order.
     std::array<std::vector<Ranked>, kHeuristics.size()> ranked;
     std::vector<int32_t> freed;                     // fit times' free procs per end, scratch
@@ -234,7 +245,8 @@ class BatchEnv {
   void queue_job(History& h, int32_t job, int32_t sign) const;
   void record_start(History& h, int32_t job, double start) const;
   size_t size_class(int32_t job) const;
-  void observe_history(const Env& e, float* jobs, float* cluster) const;
+  void observe_history(Env& e, float* jobs, float* cluster) const;
+  const UserFeatures& user_features(Env& e, int32_t job, double p) const;
 
   Workload w_;
   Accounts accounts_;
