@@ -70,6 +70,7 @@ void BatchEnv::start_constants(Env& e) const {
   const double machine = config_.machine_procs, log_machine = std::log2(machine);
   e.constants.resize(config_.window_jobs);
   e.slot.resize(config_.window_jobs);
+  e.log_wait.assign(config_.window_jobs, {std::numeric_limits<double>::quiet_NaN(), 0.0f});
   for (size_t k = 0; k < config_.window_jobs; ++k) {
     const size_t j = e.begin + k;
     const double r = w_.requested_time[j];
@@ -276,7 +277,11 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     f[5] = static_cast<float>(std::min(e.queued_work[u] / (machine * kTimeScale), 1.0));
     f[6] = 1.0f;
     f[7] = c.log_request;
-    f[8] = static_cast<float>(std::min(std::log10(1.0 + now - w_.submit[j]) / kLogDecades, 1.0));
+    auto& [at, log_wait] = e.log_wait[j - e.begin];
+    if (at != now)
+      at = now, log_wait = static_cast<float>(
+                    std::min(std::log10(1.0 + now - w_.submit[j]) / kLogDecades, 1.0));
+    f[8] = log_wait;
     f[9] = c.log_procs;
     mask[k] = !s.backfilling() || s.backfill_allows(j);
   }

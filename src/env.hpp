@@ -210,6 +210,9 @@ class BatchEnv {
     std::vector<double> queued_work;                // per user, scratch
     std::vector<JobConstants> constants;            // per job of the window (job - begin)
     std::vector<int32_t> slot;                      // per job of the window: its slot, scratch
+    // Per job of the window: feature 8 and the time it was computed at, for the decisions
+    // that follow at the same time.
+    std::vector<std::pair<double, float>> log_wait;
     std::vector<UserFeatures> user_features;        // per user, with the history features
     // Per policy (its number): the visible jobs of the last observation in its order.
     std::array<std::vector<Ranked>, kHeuristics.size()> ranked;
