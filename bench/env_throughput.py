@@ -1,17 +1,31 @@
 """RL environment throughput: decisions/s of VecSchedulingEnv with random valid actions for
 B in {1, 16, 64, 256}, on lublin_256 and on a synthetic trace store, beside the pure-Python
-reference simulator (tests/reference_sim.py) making random picks on the same windows.
+reference simulator (tests/reference_sim.py) making random picks on the same windows; then
+under heavy load, LANL-CM5 at its native load and with submit times x 0.5, at B = 64.
 
-    python bench/env_throughput.py [--traces ../shared/traces] [--seconds 3]
+    python bench/env_throughput.py [--traces ../shared/traces] [--seconds 3] [--episodes 4]
+        [--repeat 3] [--tables native,heavy]
 
-Prints a table and asserts nothing. One core; episodes of 1024 jobs, K = 128 visible jobs,
-EASY backfilling. The Python reference builds no observations, so the ratio understates
-what the C++ environment saves.
+Prints tables and asserts nothing. One core, in CPU time (time.process_time): other load on
+a shared machine does not count. The first table: episodes of 1024 jobs, K = 128 visible
+jobs, EASY backfilling; the Python reference builds no observations, so the ratio
+understates what the C++ environment saves.
+
+Heavy load (issue 17: within 2x of the native figure at x 0.5): the median of --repeat
+measurements of --episodes x window steps from a reset (the same decisions whatever the
+speed, so that builds compare on the same work), for the first table's environment and for
+configs/multi-trace.yaml's (its window, K, backfilling, order, estimate, history and
+heuristic ranks), without and with its teacher and reward baseline (six heuristic runs per
+episode and on teacher_jobs), and the native / x 0.5 ratio. "queue" is the median and the
+longest queue (waiting jobs) over the decisions of the same run: an episode's queue is at
+most its window, as every episode starts on an empty machine, however long the whole
+trace's queue grows.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import random
 import sys
@@ -28,24 +42,92 @@ from reference_sim import Job  # noqa: E402
 from reference_sim import simulate as simulate_py  # noqa: E402
 from simhelpers import jobs_of  # noqa: E402
 
+from ddppo_hpc.args import names  # noqa: E402
+from ddppo_hpc.config import load_config  # noqa: E402
 from ddppo_hpc.data import convert, read_swf  # noqa: E402
+from ddppo_hpc.data.source import at_load  # noqa: E402
 from ddppo_hpc.data.store import TraceStore  # noqa: E402
 from ddppo_hpc.data.trace import Trace  # noqa: E402
 from ddppo_hpc.env import VecSchedulingEnv  # noqa: E402
+from ddppo_hpc.train import queue_envs  # noqa: E402
 
 WINDOW = 1024
+TABLES = ("native", "heavy")
+HEAVY = "LANL-CM5-1994-4.1-cln.swf.gz"
+HEAVY_SCALE = 0.5
+HEAVY_BATCH = 64
+CONFIG = ROOT / "configs" / "multi-trace.yaml"
 
 
 def env_rate(trace: Trace, batch: int, seconds: float) -> float:
     env = VecSchedulingEnv(trace, batch, window_jobs=WINDOW, max_queue=128, seed=0)
+    return random_rate(env, seconds)
+
+
+def random_rate(env: VecSchedulingEnv, seconds: float, steps: int | None = None) -> float:
+    """Decisions per CPU second of `env` with random valid actions, from a reset on: for
+    `steps` steps (the same work whatever the speed), or else for `seconds` of CPU time."""
     env.reset()
     rng = np.random.default_rng(0)
-    decisions, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        for _ in range(max(1, 1024 // batch)):
+    chunk = max(1, 1024 // env.num_envs) if steps is None else steps
+    done, start = 0, time.process_time()
+    while done == 0 or (steps is None and time.process_time() - start < seconds):
+        for _ in range(chunk):
             env.step(env.random_actions(rng))
-        decisions += batch * max(1, 1024 // batch)
-    return decisions / (time.perf_counter() - start)
+        done += chunk
+    return env.num_envs * done / (time.process_time() - start)
+
+
+def heavy_envs() -> dict:
+    """The heavy-load table's environments: name -> (trace, history) -> env, where `history`
+    asks for the history features (queue_lengths needs them; the config's have them)."""
+    config = load_config(CONFIG).env
+    untaught = dataclasses.replace(
+        config, teacher="backfill_order", teacher_jobs=0, reward_baseline="none"
+    )
+    return {
+        "EASY, FCFS scans": lambda trace, history: VecSchedulingEnv(
+            trace, HEAVY_BATCH, window_jobs=WINDOW, max_queue=128, seed=0, history=history
+        ),
+        f"{CONFIG.name}, no teacher": lambda trace, history: queue_envs(
+            trace, HEAVY_BATCH, untaught, 0
+        ),
+        f"{CONFIG.name}": lambda trace, history: queue_envs(trace, HEAVY_BATCH, config, 0),
+    }
+
+
+def queue_lengths(env: VecSchedulingEnv, steps: int) -> np.ndarray:
+    """The queue length at every decision of `steps` random steps of `env`, which must show
+    the history features (the hidden jobs: cluster feature 3, docs/environment.md)."""
+    obs, _ = env.reset()
+    rng = np.random.default_rng(0)
+    lengths = []
+    for _ in range(steps):
+        visible = np.count_nonzero(obs["jobs"][:, : env.max_queue, 6] == 1, axis=1)
+        lengths.append(visible + np.rint(obs["cluster"][:, 3] * env.window_jobs))
+        obs, *_ = env.step(env.random_actions(rng))
+    return np.concatenate(lengths)
+
+
+def heavy_table(traces: Path, episodes: int, repeat: int) -> None:
+    native = read_swf(traces / HEAVY)
+    loads = {"native": native, f"x {HEAVY_SCALE}": at_load(native, HEAVY_SCALE)}
+    print(
+        f"\nheavy load: {HEAVY}, B = {HEAVY_BATCH}, random actions, median of {repeat}"
+        f"\n{'environment':<30}{'window':>7}"
+        + "".join(f"{load + ' dec/s':>16}{'queue':>11}" for load in loads)
+        + f"{'native / x ' + str(HEAVY_SCALE):>17}"
+    )
+    for name, make in heavy_envs().items():
+        row, rates = "", []
+        for trace in loads.values():
+            envs = [make(trace, False) for _ in range(repeat)]
+            steps = episodes * envs[0].window_jobs
+            rates.append(np.median([random_rate(env, 0, steps) for env in envs]))
+            lengths = queue_lengths(make(trace, True), steps)
+            row += f"{rates[-1]:>16,.0f}{f'{np.median(lengths):.0f} / {lengths.max():.0f}':>11}"
+        window = envs[0].window_jobs
+        print(f"{name:<30}{window:>7}{row}{rates[0] / rates[1]:>16.2f}x", flush=True)
 
 
 def reference_rate(trace: Trace, seconds: float) -> float:
@@ -58,38 +140,48 @@ def reference_rate(trace: Trace, seconds: float) -> float:
         decisions += 1
         return ordered[rng.randrange(len(ordered))]
 
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    start = time.process_time()
+    while time.process_time() - start < seconds:
         first = rng.randrange(len(trace) - WINDOW + 1)
         jobs = jobs_of(trace, first, first + WINDOW)
         simulate_py(jobs, trace.machine_procs, "fcfs", "easy", choose=choose)
-    return decisions / (time.perf_counter() - start)
+    return decisions / (time.process_time() - start)
+
+
+def native_table(traces: Path, seconds: float) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        convert.generate(Path(tmp) / "ds", 200_000, machine_procs=1024, users=200, partitions=4)
+        sources = {
+            "lublin_256": read_swf(traces / "lublin_256.swf.gz"),
+            "synthetic store": TraceStore(Path(tmp) / "ds").trace(),
+        }
+        print(f"{'trace':<18}{'B':>5}{'decisions/s':>14}{'Python ref':>13}{'ratio':>8}")
+        for name, trace in sources.items():
+            reference = reference_rate(trace, seconds)
+            for batch in (1, 16, 64, 256):
+                rate = env_rate(trace, batch, seconds)
+                print(
+                    f"{name:<18}{batch:>5}{rate:>14,.0f}{reference:>13,.0f}"
+                    f"{rate / reference:>7,.0f}x",
+                    flush=True,
+                )
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default_traces = os.environ.get("DDPPO_TRACES", ROOT.parent / "shared" / "traces")
     p.add_argument("--traces", default=default_traces, help="folder of the shared traces")
-    p.add_argument("--seconds", type=float, default=3, help="time per measurement")
+    p.add_argument("--seconds", type=float, default=3, help="CPU time per measurement")
+    p.add_argument("--episodes", type=int, default=4, help="heavy load: steps / window, per env")
+    p.add_argument("--repeat", type=int, default=3, help="heavy-load measurements, median kept")
+    p.add_argument("--tables", type=names(TABLES), default=list(TABLES), help="tables to print")
     args = p.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
-    with tempfile.TemporaryDirectory() as tmp:
-        convert.generate(Path(tmp) / "ds", 200_000, machine_procs=1024, users=200, partitions=4)
-        sources = {
-            "lublin_256": read_swf(Path(args.traces) / "lublin_256.swf.gz"),
-            "synthetic store": TraceStore(Path(tmp) / "ds").trace(),
-        }
-        print(f"{'trace':<18}{'B':>5}{'decisions/s':>14}{'Python ref':>13}{'ratio':>8}")
-        for name, trace in sources.items():
-            reference = reference_rate(trace, args.seconds)
-            for batch in (1, 16, 64, 256):
-                rate = env_rate(trace, batch, args.seconds)
-                print(
-                    f"{name:<18}{batch:>5}{rate:>14,.0f}{reference:>13,.0f}"
-                    f"{rate / reference:>7,.0f}x",
-                    flush=True,
-                )
+    if "native" in args.tables:
+        native_table(Path(args.traces), args.seconds)
+    if "heavy" in args.tables:
+        heavy_table(Path(args.traces), args.episodes, args.repeat)
     return 0
 
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "nearly_sorted.hpp"
 #include "replay.hpp"
 #include "splitmix.hpp"
 
@@ -51,6 +52,7 @@ void BatchEnv::start_window(Env& e, size_t begin) {
   e.sim.emplace(w_, begin, begin + config_.window_jobs, config_.machine_procs, config_.policy,
                 config_.backfill, config_.estimate, config_.agent_backfill);
   if (tracks_history()) start_history(e);
+  start_constants(e);
   e.teacher = config_.policy;
   e.best_bsld = std::numeric_limits<double>::quiet_NaN();
   e.baseline_bsld = std::numeric_limits<double>::quiet_NaN();
@@ -62,6 +64,27 @@ void BatchEnv::start_window(Env& e, size_t begin) {
     e.baseline_reward = reward_of(m);
     e.baseline_bsld = m.avg_bsld;
   }
+}
+
+void BatchEnv::start_constants(Env& e) const {
+  const double machine = config_.machine_procs, log_machine = std::log2(machine);
+  e.constants.resize(config_.window_jobs);
+  e.slot.resize(config_.window_jobs);
+  e.log_wait.assign(config_.window_jobs, {std::numeric_limits<double>::quiet_NaN(), 0.0f});
+  for (size_t k = 0; k < config_.window_jobs; ++k) {
+    const size_t j = e.begin + k;
+    const double r = w_.requested_time[j];
+    e.constants[k] = {
+        static_cast<float>(std::min(r / kTimeScale, 1.0)),
+        static_cast<float>(w_.procs[j] / machine),
+        // Log scales resolve what the linear ones squash: requests and waits span seconds to
+        // days, sizes 1 to the machine (F1's and WFP3's scores are built on such terms).
+        static_cast<float>(std::min(std::log10(1.0 + r) / kLogDecades, 1.0)),
+        static_cast<float>(log_machine > 0 ? std::log2(w_.procs[j]) / log_machine : 0.0),
+        score(Policy::kF1, w_, j, 0),
+    };
+  }
+  for (std::vector<Ranked>& order : e.ranked) order.clear();
 }
 
 // Every heuristic order's run on jobs [begin, end) as the simulator runs it (its own order
@@ -233,7 +256,6 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   std::memset(mask, 0, S);
   const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(K, queue.size());
-  const double log_machine = std::log2(machine);
   double remaining = 0;
   for (const auto& r : s.running()) {
     e.running_procs[accounts_.user[r.job]] += w_.procs[r.job];
@@ -244,19 +266,23 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   for (size_t k = 0; k < visible; ++k) {
     int32_t j = queue[k];
     int32_t u = accounts_.user[j];
+    const JobConstants& c = e.constants[j - e.begin];
+    e.slot[j - e.begin] = static_cast<int32_t>(k);
     float* f = jobs + k * F;
     f[0] = static_cast<float>(std::min((now - w_.submit[j]) / kTimeScale, 1.0));
-    f[1] = static_cast<float>(std::min(w_.requested_time[j] / kTimeScale, 1.0));
-    f[2] = static_cast<float>(w_.procs[j] / machine);
+    f[1] = c.request;
+    f[2] = c.procs;
     f[3] = w_.procs[j] <= s.free_procs() ? 1.0f : 0.0f;
     f[4] = static_cast<float>(e.running_procs[u] / machine);
     f[5] = static_cast<float>(std::min(e.queued_work[u] / (machine * kTimeScale), 1.0));
     f[6] = 1.0f;
-    // Log scales resolve what the linear ones squash: requests and waits span seconds to
-    // days, sizes 1 to the machine (F1's and WFP3's scores are built on such terms).
-    f[7] = static_cast<float>(std::min(std::log10(1.0 + w_.requested_time[j]) / kLogDecades, 1.0));
-    f[8] = static_cast<float>(std::min(std::log10(1.0 + now - w_.submit[j]) / kLogDecades, 1.0));
-    f[9] = static_cast<float>(log_machine > 0 ? std::log2(w_.procs[j]) / log_machine : 0.0);
+    f[7] = c.log_request;
+    auto& [at, log_wait] = e.log_wait[j - e.begin];
+    if (at != now)
+      at = now, log_wait = static_cast<float>(
+                    std::min(std::log10(1.0 + now - w_.submit[j]) / kLogDecades, 1.0));
+    f[8] = log_wait;
+    f[9] = c.log_procs;
     mask[k] = !s.backfilling() || s.backfill_allows(j);
   }
   // Feature 10: the job's rank under F1 (Carastan-Neto and de Camargo, 2017), a score fitted
@@ -315,9 +341,10 @@ void BatchEnv::start_history(Env& e) {
   const size_t end = e.begin + config_.window_jobs;
   h.predictions.emplace(w_, e.begin, end, false);
   h.arrived = e.begin;
-  h.shown.clear();
+  h.seen = 0;
   h.committed = -1;
   h.running.assign(accounts_.users, 0);
+  e.user_features.assign(accounts_.users, {});
   h.waiting.assign(accounts_.users, 0);
   h.ends = {};
   h.work = 0;
@@ -345,11 +372,11 @@ void BatchEnv::record_start(History& h, int32_t job, double start) const {
 }
 
 // Brings the history up to the simulator's decision after a step that picked or backfilled
-// `picked` (-1: a wait, a stop, or the window's start). The jobs that started since the last
-// call are among the waiting jobs then (`shown`) and the arrivals since: the picked one, and
-// when more started (backfilling), a scan of `shown`, the only cost that grows with the
-// queue. At a backfill decision the picked job may be committed: it leaves the waiting jobs
-// now and starts at a later step.
+// `picked` (-1: a wait, a stop, or the window's start): the arrivals, starts and ends since
+// the last call, whatever the queue's length. The waiting jobs' sums change in the order of
+// the queue (arrivals, the picked job, then the others that started, by job) so that their
+// floating-point total does not depend on the order of the starts. At a backfill decision
+// the picked job may be committed: it leaves the waiting jobs now and starts at a later step.
 void BatchEnv::track(Env& e, int32_t picked) const {
   const Simulator& s = *e.sim;
   if (s.done()) return;
@@ -357,33 +384,30 @@ void BatchEnv::track(Env& e, int32_t picked) const {
   const double now = s.now();
   const std::vector<double>& start = s.start_times();
   auto started = [&](int32_t j) { return !std::isnan(start[j - e.begin]); };
-  const std::vector<int32_t>& queue = s.waiting();
-  // Waiting now: shown - (started of shown) + (arrivals not started).
-  int64_t left = static_cast<int64_t>(h.shown.size()) - static_cast<int64_t>(queue.size());
+  const size_t waited = h.arrived;  // the jobs before it were waiting if they start now
   for (const size_t end = e.begin + config_.window_jobs;
        h.arrived < end && w_.submit[h.arrived] <= now; ++h.arrived) {
     const int32_t j = static_cast<int32_t>(h.arrived);
-    if (started(j))
-      record_start(h, j, start[j - e.begin]);
-    else
-      queue_job(h, j, 1), ++left;
+    if (!started(j)) queue_job(h, j, 1);
   }
-  auto leave = [&](int32_t j) {
-    queue_job(h, j, -1);
+  const std::vector<int32_t>& jobs = s.started_jobs();
+  h.left.clear();
+  for (; h.seen < jobs.size(); ++h.seen) {
+    const int32_t j = jobs[h.seen];
     record_start(h, j, start[j - e.begin]);
-    --left;
-  };
-  if (h.committed >= 0 && started(h.committed))
-    record_start(h, h.committed, start[h.committed - e.begin]), h.committed = -1;
-  if (picked >= 0 && left > 0 && started(picked)) {
-    leave(picked);
-  } else if (picked >= 0 && left > 0 && picked == s.committed()) {
+    if (j == h.committed)
+      h.committed = -1;  // it left the waiting jobs when it was committed
+    else if (static_cast<size_t>(j) < waited)
+      h.left.push_back(j);
+  }
+  if (picked >= 0 && picked == s.committed()) {
     queue_job(h, picked, -1);
     h.committed = picked;
-    --left;
   }
-  for (size_t k = 0; left > 0 && k < h.shown.size(); ++k)
-    if (h.shown[k] != picked && started(h.shown[k])) leave(h.shown[k]);
+  std::sort(h.left.begin(), h.left.end(), [picked](int32_t a, int32_t b) {
+    return std::make_pair(a != picked, a) < std::make_pair(b != picked, b);
+  });
+  for (int32_t j : h.left) queue_job(h, j, -1);
   // Completions: every job that ended by now (a job that ends at now counts), then the
   // runtime-0 ones that started before now.
   while (!h.ends.empty() && h.ends.top().first <= now) {
@@ -393,41 +417,29 @@ void BatchEnv::track(Env& e, int32_t picked) const {
     h.predictions->end(j, start[j - e.begin], end);
   }
   h.predictions->advance(now);
-  h.shown.assign(queue.begin(), queue.end());
 }
 
 // Features 11 to 17 of the visible jobs and cluster features 3 to 8 (docs/environment.md,
 // "History"): EASY++ and the user's history per job, the queue past slot K.
-void BatchEnv::observe_history(const Env& e, float* jobs, float* cluster) const {
+void BatchEnv::observe_history(Env& e, float* jobs, float* cluster) const {
   const History& h = e.history;
   const Simulator& s = *e.sim;
   const size_t K = config_.max_queue, F = job_features();
   const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(K, queue.size());
-  const UserHistory& users = h.predictions->history();
-  auto ratio = [&](int32_t j, double runtime) {
-    const double r = w_.requested_time[j];
-    return r > 0 ? std::min(runtime / r, 1.0) : 1.0;
-  };
-  auto log_time = [](double t) { return std::min(std::log10(1.0 + t) / kLogDecades, 1.0); };
   double shown_work = 0;
   std::array<int32_t, kSizeClasses> shown_sizes = {};
   for (size_t k = 0; k < visible; ++k) {
     const int32_t j = queue[k], u = accounts_.user[j];
-    const double p = h.predictions->predict(j);
-    const int n = users.recent_count(j);
-    double user_ratio = n == 0 ? 1 : 0, mean = 0;
-    for (int i = 0; i < n; ++i) {
-      const int32_t done = users.recent(j, i);
-      user_ratio += ratio(done, w_.runtime[done]) / n;
-      mean += w_.runtime[done] / n;
-    }
+    const double p = h.predictions->predict(j), r = w_.requested_time[j];
+    const UserFeatures& user = user_features(e, j, p);
     float* f = jobs + k * F + kJobFeatures;
-    f[0] = static_cast<float>(log_time(p));
-    f[1] = static_cast<float>(ratio(j, p));
-    f[2] = static_cast<float>(user_ratio);
-    f[3] = static_cast<float>(log_time(mean));
-    f[4] = static_cast<float>(n / 2.0);
+    // log_time(p): the request's is feature 7's.
+    f[0] = p == r ? e.constants[j - e.begin].log_request : user.log_prediction;
+    f[1] = static_cast<float>(r > 0 ? std::min(p / r, 1.0) : 1.0);
+    f[2] = user.ratio;
+    f[3] = user.log_mean;
+    f[4] = static_cast<float>(user.count / 2.0);
     f[5] = static_cast<float>(std::min(h.running[u] / static_cast<double>(K), 1.0));
     f[6] = static_cast<float>(std::min(h.waiting[u] / static_cast<double>(K), 1.0));
     shown_work += w_.procs[j] * w_.requested_time[j];
@@ -443,23 +455,62 @@ void BatchEnv::observe_history(const Env& e, float* jobs, float* cluster) const 
     c[2 + b] = hidden ? static_cast<float>((h.sizes[b] - shown_sizes[b]) / double(hidden)) : 0.0f;
 }
 
+// The history features of `job`'s user now, whose EASY++ prediction is p: computed again only
+// when its recent jobs (for the log of the prediction: the prediction) changed since.
+const BatchEnv::UserFeatures& BatchEnv::user_features(Env& e, int32_t job, double p) const {
+  const UserHistory& users = e.history.predictions->history();
+  UserFeatures& user = e.user_features[accounts_.user[job]];
+  auto log_time = [](double t) { return std::min(std::log10(1.0 + t) / kLogDecades, 1.0); };
+  const int n = users.recent_count(job);
+  std::array<int32_t, 2> recent = {-1, -1};
+  for (int i = 0; i < n; ++i) recent[i] = users.recent(job, i);
+  if (n != user.count || recent != user.recent) {
+    double ratio = n == 0 ? 1 : 0, mean = 0;
+    for (int i = 0; i < n; ++i) {
+      const int32_t done = recent[i];
+      const double r = w_.requested_time[done];
+      ratio += (r > 0 ? std::min(w_.runtime[done] / r, 1.0) : 1.0) / n;
+      mean += w_.runtime[done] / n;
+    }
+    user = {n, recent, static_cast<float>(ratio), static_cast<float>(log_time(mean))};
+  }
+  if (p != w_.requested_time[job] && p != user.prediction)
+    user.prediction = p, user.log_prediction = static_cast<float>(log_time(p));
+  return user;
+}
+
 // Policy p's score of `job` at the decision (docs/simulation.md), SJBF's with the EASY++
 // prediction of the history the environment keeps.
 double BatchEnv::score_at(const Env& e, Policy p, int32_t job) const {
   if (p == Policy::kSjbf) return at_least_tenth(e.history.predictions->predict(job));
+  if (p == Policy::kF1) return e.constants[job - e.begin].f1;
   return score(p, w_, job, e.sim->now());
 }
 
 // Writes into column `column` of each visible job's row its rank among the visible jobs under
-// policy p's score (0 = p's pick), over K. Ties go by queue (submit, id) order, as p's do.
+// policy p's score (0 = p's pick), over K. Ties go by queue (submit, id) order, as p's do,
+// which is job order. The order of the last observation is kept: its jobs still waiting are
+// the first of the queue now (the queue loses jobs anywhere, gains them at its end), the
+// newly visible jobs come after them, and the scores that move with time (WFP3, UNICEP, SJBF)
+// seldom cross between decisions, so sorting it again by insertion is nearly linear.
 void BatchEnv::write_ranks(Env& e, Policy p, float* jobs, size_t column) const {
-  const std::vector<int32_t>& queue = e.sim->waiting();
+  const Simulator& s = *e.sim;
+  const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(config_.max_queue, queue.size()), F = job_features();
-  e.ranked.clear();
-  for (size_t k = 0; k < visible; ++k) e.ranked.emplace_back(score_at(e, p, queue[k]), k);
-  std::sort(e.ranked.begin(), e.ranked.end());
+  std::vector<Ranked>& order = e.ranked[static_cast<size_t>(p)];
+  order.erase(std::remove_if(order.begin(), order.end(),
+                             [&](const Ranked& x) {
+                               return x.second == s.committed() ||
+                                      !std::isnan(s.start_times()[x.second - e.begin]);
+                             }),
+              order.end());
+  if (p != Policy::kF1 && p != Policy::kSjf)
+    for (Ranked& x : order) x.first = score_at(e, p, x.second);
+  for (size_t k = order.size(); k < visible; ++k)
+    order.emplace_back(score_at(e, p, queue[k]), queue[k]);
+  sort_nearly_sorted(order.begin(), order.end());
   for (size_t r = 0; r < visible; ++r)
-    jobs[e.ranked[r].second * F + column] =
+    jobs[e.slot[order[r].second - e.begin] * F + column] =
         static_cast<float>(r) / static_cast<float>(config_.max_queue);
 }
 

@@ -165,13 +165,31 @@ class BatchEnv {
   struct History {
     std::optional<Predictions> predictions;  // the window's users' completed jobs (EASY++)
     size_t arrived = 0;                      // jobs [begin, arrived) have arrived
-    std::vector<int32_t> shown;              // the waiting jobs at the last track()
+    size_t seen = 0;                         // the simulator's started_jobs() [0, seen) are in
+    std::vector<int32_t> left;               // the waiting jobs that started, scratch
     int32_t committed = -1;  // agent backfilling: the committed job, out of the queue, not started
     std::vector<int32_t> running, waiting;   // per user: jobs running, jobs waiting
     using End = std::pair<double, int32_t>;  // (end, job) of a started job of runtime > 0
     std::priority_queue<End, std::vector<End>, std::greater<End>> ends;
     double work = 0;                               // procs x requested_time of the waiting jobs
     std::array<int32_t, kSizeClasses> sizes = {};  // waiting jobs per size class
+  };
+  // What a job's row and its F1 score take from the job alone: computed once per window,
+  // not at every decision that shows the job.
+  struct JobConstants {
+    float request, procs, log_request, log_procs;  // features 1, 2, 7 and 9
+    double f1;                                     // F1's score
+  };
+  using Ranked = std::pair<double, int32_t>;  // (score, job)
+  // A user's history features (13 and 14) as of its recent jobs, and the log of its EASY++
+  // prediction (feature 11 where that is below the request): they change only when one of
+  // its jobs completes, not at every decision that shows one of its jobs.
+  struct UserFeatures {
+    int count = -1;  // of the recent jobs below; -1: not computed in this window
+    std::array<int32_t, 2> recent = {-1, -1};
+    float ratio = 0, log_mean = 0;
+    double prediction = std::numeric_limits<double>::quiet_NaN();
+    float log_prediction = 0;
   };
   struct Env {
     uint64_t seed = 0;
@@ -190,12 +208,20 @@ class BatchEnv {
     std::vector<double> last_start;                 // the last finished episode's start times
     std::vector<int32_t> running_procs;             // per user, scratch for the features
     std::vector<double> queued_work;                // per user, scratch
-    std::vector<std::pair<double, size_t>> ranked;  // (score, slot), scratch
+    std::vector<JobConstants> constants;            // per job of the window (job - begin)
+    std::vector<int32_t> slot;                      // per job of the window: its slot, scratch
+    // Per job of the window: feature 8 and the time it was computed at, for the decisions
+    // that follow at the same time.
+    std::vector<std::pair<double, float>> log_wait;
+    std::vector<UserFeatures> user_features;        // per user, with the history features
+    // Per policy (its number): the visible jobs of the last observation in its order.
+    std::array<std::vector<Ranked>, kHeuristics.size()> ranked;
     std::vector<int32_t> freed;                     // fit times' free procs per end, scratch
     History history;                                // with tracks_history() only
   };
   void start_episode(Env& e);
   void start_window(Env& e, size_t begin);
+  void start_constants(Env& e) const;
   void run_heuristics(Env& e);
   // The heuristic order of the lowest avg bsld on jobs [begin, end) and that run's metrics.
   std::pair<Policy, Metrics> best_heuristic(size_t begin, size_t end) const;
@@ -222,7 +248,8 @@ class BatchEnv {
   void queue_job(History& h, int32_t job, int32_t sign) const;
   void record_start(History& h, int32_t job, double start) const;
   size_t size_class(int32_t job) const;
-  void observe_history(const Env& e, float* jobs, float* cluster) const;
+  void observe_history(Env& e, float* jobs, float* cluster) const;
+  const UserFeatures& user_features(Env& e, int32_t job, double p) const;
 
   Workload w_;
   Accounts accounts_;

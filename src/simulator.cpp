@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "nearly_sorted.hpp"
 #include "profile.hpp"
 
 namespace ddppo {
@@ -29,6 +30,7 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   if (machine_ <= 0) throw std::invalid_argument("machine size must be positive");
   if (begin_ > end_) throw std::invalid_argument("window start is past the end of the trace");
   start_.assign(end_ - begin_, kNotStarted);
+  started_jobs_.reserve(end_ - begin_);
   waiting_by_procs_.assign(machine_ + 1, 0);
   hopeful_.resize(end_ - begin_);
   listed_.resize(end_ - begin_);
@@ -151,6 +153,7 @@ int32_t Simulator::lowest(Key key) const {
 void Simulator::start(int32_t job) {
   start_[job - begin_] = now_;
   ++started_;
+  started_jobs_.push_back(job);
   waiting_count_add(w_.procs[job], -1);
   if (index_) index_->remove(job);
   if (groups_) groups_->remove(job);
@@ -301,27 +304,6 @@ void Simulator::sort_by_policy(std::vector<int32_t>& jobs) const {
   for (size_t i = 0; i < keys.size(); ++i) jobs[i] = keys[i].second;
 }
 
-namespace {
-// Sorts [first, last) by insertion, which is linear when it is nearly sorted; false, with the
-// range left unsorted, once more than `moves` elements would have moved.
-template <typename It>
-bool insertion_sort(It first, It last, size_t moves) {
-  for (It it = first; it != last; ++it) {
-    auto x = *it;
-    It hole = it;
-    for (; hole != first && x < hole[-1]; --hole, --moves) {
-      if (moves == 0) {
-        *hole = x;
-        return false;
-      }
-      *hole = hole[-1];
-    }
-    *hole = x;
-  }
-  return true;
-}
-}  // namespace
-
 // Brings ranked_ to the waiting jobs in policy order at now. It keeps the last scan's order:
 // between scans few jobs leave or arrive and few pairs of keys cross (WFP3 and UNICEP keys
 // move with the wait), so sorting it again by insertion is nearly linear.
@@ -333,8 +315,7 @@ void Simulator::rerank() {
   for (int32_t j : waiting())
     if (!listed_[j - begin_]) listed_[j - begin_] = 1, ranked_.emplace_back(0, j);
   for (Keyed& k : ranked_) k = keyed(k.second);
-  if (!insertion_sort(ranked_.begin(), ranked_.end(), 4 * ranked_.size() + 64))
-    std::sort(ranked_.begin(), ranked_.end());
+  sort_nearly_sorted(ranked_.begin(), ranked_.end());
   settle_runs(ranked_);
 }
 

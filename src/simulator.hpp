@@ -48,6 +48,8 @@ class Simulator {
   const std::vector<int32_t>& waiting() const;
   void pick(int32_t job);
   const std::vector<double>& start_times() const { return start_; }
+  // The jobs started so far, in the order they started.
+  const std::vector<int32_t>& started_jobs() const { return started_jobs_; }
 
   // Running jobs by start + requested_time, their estimated end with `estimate = request`
   // (jobs of runtime 0 never run).
@@ -228,6 +230,7 @@ class Simulator {
   std::vector<Running> running_;         // sorted by start + requested_time
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends_;
   std::vector<double> start_;
+  std::vector<int32_t> started_jobs_;
   // Per job: the score of policies that do not depend on time, UNICEP's divisor, WFP3's
   // n / r^3.
   std::vector<double> cached_;
