@@ -279,8 +279,9 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     f[7] = c.log_request;
     auto& [at, log_wait] = e.log_wait[j - e.begin];
     if (at != now)
-      at = now, log_wait = static_cast<float>(
-                    std::min(std::log10(1.0 + now - w_.submit[j]) / kLogDecades, 1.0));
+      at = now,
+      log_wait =
+          static_cast<float>(std::min(std::log10(1.0 + now - w_.submit[j]) / kLogDecades, 1.0));
     f[8] = log_wait;
     f[9] = c.log_procs;
     mask[k] = !s.backfilling() || s.backfill_allows(j);

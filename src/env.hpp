@@ -204,20 +204,20 @@ class BatchEnv {
     double best_bsld = 0;              // its avg bsld (NaN when not run)
     Policy last_best = Policy::kFcfs;  // best and best_bsld of the last finished episode
     double last_best_bsld = std::numeric_limits<double>::quiet_NaN();
-    double paid = 0;                                // dense reward given so far in this episode
-    std::vector<double> last_start;                 // the last finished episode's start times
-    std::vector<int32_t> running_procs;             // per user, scratch for the features
-    std::vector<double> queued_work;                // per user, scratch
-    std::vector<JobConstants> constants;            // per job of the window (job - begin)
-    std::vector<int32_t> slot;                      // per job of the window: its slot, scratch
+    double paid = 0;                      // dense reward given so far in this episode
+    std::vector<double> last_start;       // the last finished episode's start times
+    std::vector<int32_t> running_procs;   // per user, scratch for the features
+    std::vector<double> queued_work;      // per user, scratch
+    std::vector<JobConstants> constants;  // per job of the window (job - begin)
+    std::vector<int32_t> slot;            // per job of the window: its slot, scratch
     // Per job of the window: feature 8 and the time it was computed at, for the decisions
     // that follow at the same time.
     std::vector<std::pair<double, float>> log_wait;
-    std::vector<UserFeatures> user_features;        // per user, with the history features
+    std::vector<UserFeatures> user_features;  // per user, with the history features
     // Per policy (its number): the visible jobs of the last observation in its order.
     std::array<std::vector<Ranked>, kHeuristics.size()> ranked;
-    std::vector<int32_t> freed;                     // fit times' free procs per end, scratch
-    History history;                                // with tracks_history() only
+    std::vector<int32_t> freed;  // fit times' free procs per end, scratch
+    History history;             // with tracks_history() only
   };
   void start_episode(Env& e);
   void start_window(Env& e, size_t begin);

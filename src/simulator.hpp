@@ -178,9 +178,7 @@ class Simulator {
     return [this](const Keyed& a, const Keyed& b) { return before(b, a); };
   }
   void merge_heads();
-  size_t bucket(double key) const {
-    return (ordered_bits(key) - merge_low_) >> merge_shift_;
-  }
+  size_t bucket(double key) const { return (ordered_bits(key) - merge_low_) >> merge_shift_; }
   Keyed merge_pop();
   bool close_keys(double x, double y) const {
     return policy_ == Policy::kWfp3 &&

@@ -292,7 +292,10 @@ class WaitingGroups {
   // procs and request for WFP3 and UNICEP.
   WaitingGroups(const int64_t* user, const int32_t* procs, const double* request,
                 const double* submit, const double* cached, size_t begin, size_t end)
-      : submit_(submit), begin_(begin), group_(end - begin), slot_(end - begin),
+      : submit_(submit),
+        begin_(begin),
+        group_(end - begin),
+        slot_(end - begin),
         waits_(end - begin) {
     std::vector<int32_t> order(end - begin);
     std::iota(order.begin(), order.end(), static_cast<int32_t>(begin));
