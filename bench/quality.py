@@ -247,7 +247,7 @@ def rule_scores(sets: list[dict]) -> dict:
     return {key: float(np.exp(np.mean(values))) for key, values in logs.items()}
 
 
-def window_bsld(results, key: tuple, metric: str = "avg_bsld") -> np.ndarray:
+def window_values(results, key: tuple, metric: str = "avg_bsld") -> np.ndarray:
     """Scheduler row `key`'s per-window `metric` (avg bsld unless named), in window order."""
     w = results.windows
     chosen = rows_of(w, key)
@@ -267,7 +267,7 @@ def ratio_rows(results, policy: dict, backfills, where: dict, rules: dict) -> li
     rules = {ORACLE: best_heuristic(heuristic_means(results.summary)), **rules}
     rows = []
     for trained_row in schedulers([TRAINED], backfills, [], policy["config"].env.estimate):
-        backfill, mine = trained_row[1], window_bsld(results, trained_row)
+        backfill, mine = trained_row[1], window_values(results, trained_row)
         vs = {name: versus(mine, results, rule) for name, rule in rules.items()}
         rows.append({**where, "checkpoint": policy["path"], "backfill": backfill, "vs": vs})
         rows[-1].update(bsld=float(mine.mean()), windows=len(mine), summary=backfill == shown)
@@ -277,12 +277,13 @@ def ratio_rows(results, policy: dict, backfills, where: dict, rules: dict) -> li
 
 def means(results, key: tuple) -> dict:
     """Scheduler row `key`'s mean avg wait and utilization over the windows."""
-    return {m: float(window_bsld(results, key, m).mean()) for m in ("avg_wait", "utilization")}
+    return {m: float(window_values(results, key, m).mean()) for m in ("avg_wait", "utilization")}
 
 
 def versus(mine: np.ndarray, results, rule: tuple) -> dict:
-    """The paired ratio of per-window avg bsld `mine` to heuristic row `rule`'s in `results`."""
-    base = window_bsld(results, rule)
+    """The paired ratio of per-window avg bsld `mine` to heuristic row `rule`'s in `results`,
+    with that row's mean avg bsld, avg wait and utilization."""
+    base = window_values(results, rule)
     ratio, low, high = paired_ratio(mine, base)
     vs = {"rule": rule, "bsld": float(base.mean()), "ratio": ratio, "low": low, "high": high}
     return vs | means(results, rule)
@@ -430,17 +431,20 @@ def observed(config) -> str:
     """The options of the observation and the teaching that are on, in words."""
     env, ppo = config.env, config.ppo
     options = ("history", "heuristic_ranks", "order_picks", "fit_times", "agent_backfill", "wait")
-    words = [name for name in options if getattr(env, name)]
+    words = ["dense"] * env.dense_reward + [name for name in options if getattr(env, name)]
     if env.reward_baseline != "none":
         words.append(f"relative to {env.reward_baseline}")
     if ppo.imitation_updates:
-        teacher = "the best heuristic of each window" if env.teacher == "best" else "its order"
+        teacher = TEACHER_WORDS.get(env.teacher, "its order")
+        if env.teacher_jobs:
+            teacher = f"the best heuristic on the {env.teacher_jobs} jobs from each episode's start"
         how = " (DAgger: the policy acting)" if ppo.imitation_rollout == "policy" else ""
         words.append(f"{ppo.imitation_updates} updates copying {teacher}{how}")
     return "".join(f", {w}" for w in words)
 
 
 ESTIMATE_WORDS = {"request": "users' requests", "predicted": "EASY++ predictions"}
+TEACHER_WORDS = {"best": "the best heuristic of each window", "rollout": "the rollout teacher"}
 
 
 def paragraph(rows: list[dict], policies: list[dict], args, windows: dict) -> str:

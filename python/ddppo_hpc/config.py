@@ -344,11 +344,13 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'env.teacher_jobs' must be at least 0 (0: env.window_jobs)")
     if config.env.teacher_jobs and config.env.teacher != "best":
         raise ConfigError("'env.teacher_jobs' needs 'env.teacher' best")
-    if config.env.order_picks and (config.env.agent_backfill or not config.env.heuristic_ranks):
-        raise ConfigError("'env.order_picks' needs 'env.heuristic_ranks', and no agent_backfill")
     for key in ("heuristic_ranks", "fit_times", "teacher", "teacher_jobs", "order_picks"):
         if config.gpu.mode != "off" and getattr(config.env, key) != getattr(EnvConfig, key):
             raise ConfigError(f"'env.{key}' is for the HPC queue (gpu.mode: off)")
+    if config.env.order_picks and not config.env.heuristic_ranks:
+        raise ConfigError("'env.order_picks' needs 'env.heuristic_ranks' true (the orders' picks)")
+    if config.env.order_picks and config.env.agent_backfill:
+        raise ConfigError("'env.order_picks' cannot be used with 'env.agent_backfill'")
     if config.env.agent_backfill and config.env.backfill == "none":
         raise ConfigError("'env.agent_backfill' needs 'env.backfill' easy or conservative")
     listed = len(config.data.trace) if isinstance(config.data.trace, list) else 1

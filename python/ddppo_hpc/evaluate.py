@@ -82,9 +82,9 @@ def run_policy(
 ) -> list[tuple[int, np.ndarray, dict]]:
     """(window, start times, metrics) of one greedy episode per window of `spans` (window ->
     (first job, jobs)): one batch per window length, one environment per window. The queue
-    length, backfill order and estimate, wait action, history, agent backfilling and
-    heuristic ranks are the training run's (with `backfill` none, agent backfilling has no
-    decision to make)."""
+    length, backfill order and estimate, wait action, history, agent backfilling, heuristic
+    ranks, fit times and order picks are the training run's (with `backfill` none, agent
+    backfilling has no decision to make)."""
     done = []
     for length in sorted({n for _, n in spans.values()}):
         windows = [w for w, (_, n) in spans.items() if n == length]

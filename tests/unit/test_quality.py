@@ -233,8 +233,8 @@ def validation_means(out: Path, load: str) -> dict:
 def ratio_cell(out: Path, load: str, rule: tuple) -> str:
     """The policy's (easy) ratio to `rule` on the test windows, as the table writes it."""
     results = read_results(out / f"HPC2N-{load}.h5")
-    mine = quality.window_bsld(results, ("ddppo", "easy", "request"))
-    ratio, low, high = quality.paired_ratio(mine, quality.window_bsld(results, rule))
+    mine = quality.window_values(results, ("ddppo", "easy", "request"))
+    ratio, low, high = quality.paired_ratio(mine, quality.window_values(results, rule))
     return f"{ratio:.3f} [{low:.3f}, {high:.3f}]"
 
 

@@ -75,7 +75,7 @@ class VecSchedulingEnv:
 
     METRICS = EPISODE_METRICS  # the episode metrics in `info`, in the core's column order
     SCORE = "avg_bsld"  # the metric that training logs per episode
-    _pick_columns: list[int] = []  # with order_picks: the rank features; VecGpuEnv has none
+    _pick_columns: tuple[int, ...] = ()  # with order_picks: the rank features, F1's first
 
     def __init__(
         self,
@@ -105,9 +105,9 @@ class VecSchedulingEnv:
             raise ValueError(f"teacher_jobs must be at least 0, not {teacher_jobs}")
         if order_picks and (agent_backfill or not heuristic_ranks):
             raise ValueError("order_picks needs heuristic_ranks, and agent_backfill off")
-        ranks = JOB_FEATURES + HISTORY_JOB_FEATURES * history  # SJF's rank feature
-        if order_picks:
-            self._pick_columns = [JOB_FEATURES - 1, *range(ranks, ranks + RANK_JOB_FEATURES)]
+        if order_picks:  # F1's rank (feature 10), then SJF's and the other heuristic ranks
+            ranks = JOB_FEATURES + HISTORY_JOB_FEATURES * history
+            self._pick_columns = (JOB_FEATURES - 1, *range(ranks, ranks + RANK_JOB_FEATURES))
         user_index, users = user_indices(trace.user)
         self.trace = trace
         self.num_envs, self.max_queue, self.window_jobs = num_envs, max_queue, window_jobs
@@ -179,7 +179,7 @@ class VecSchedulingEnv:
         """Masks every visible job that no order picks first: FCFS picks slot 0, F1 and the
         heuristic_ranks orders the job they rank 0. The wait slot keeps its mask."""
         jobs = self.jobs[:, : self.max_queue]
-        picked = (jobs[:, :, self._pick_columns] == 0).any(axis=2)
+        picked = (jobs[:, :, list(self._pick_columns)] == 0).any(axis=2)
         picked[:, 0] = True
         self.mask[:, : self.max_queue] &= picked
 
