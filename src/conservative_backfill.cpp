@@ -184,12 +184,20 @@ void Simulator::conservative_scan() {
     start_planned();
   } else {
     plan_earliest_ = plan_from_scratch();
-    near_until_ = std::numeric_limits<double>::infinity();
     // Reservations only take procs away, so a job that cannot start now beside the
     // reservations made so far never starts in this scan: the "hopeful" jobs are those that
-    // still might, and past the last of them in policy order nothing else can start.
+    // still might, and past the last of them in policy order nothing else can start. The
+    // plan near now, as plan_through() makes FCFS's, leaves out the reservations that would
+    // start at or after now + near_width_ (the profile stays short: each reservation is
+    // cheaper); where it cannot tell what starts, the whole plan is made.
     const size_t last = rank_hopeful();
-    if (last != kNone) plan_through(RankedOrder{*this}, 0, last);
+    near_until_ = now_ + near_width_;
+    if (last != kNone && !plan_through(RankedOrder{*this}, 0, last)) {
+      unplan_starts();
+      plan_earliest_ = plan_from_scratch();
+      near_until_ = kWhole;
+      plan_through(RankedOrder{*this}, 0, last);
+    }
     start_planned();
   }
   plan_head_ = committed_, plan_started_ = started_, plan_ended_ = ended_;

@@ -306,15 +306,17 @@ void Simulator::sort_by_policy(std::vector<int32_t>& jobs) const {
 
 // Brings ranked_ to the waiting jobs in policy order at now. It keeps the last scan's order:
 // between scans few jobs leave or arrive and few pairs of keys cross (WFP3 and UNICEP keys
-// move with the wait), so sorting it again by insertion is nearly linear.
+// move with the wait, SJBF's with the predictions), so sorting it again by insertion is nearly
+// linear. FCFS, SJF and F1 keys never change: only the arrivals are keyed.
 void Simulator::rerank() {
   size_t kept = 0;
   for (const Keyed& k : ranked_)
     if (k.second != committed_ && std::isnan(start_[k.second - begin_])) ranked_[kept++] = k;
   ranked_.resize(kept);
   for (int32_t j : waiting())
-    if (!listed_[j - begin_]) listed_[j - begin_] = 1, ranked_.emplace_back(0, j);
-  for (Keyed& k : ranked_) k = keyed(k.second);
+    if (!listed_[j - begin_]) listed_[j - begin_] = 1, ranked_.push_back(keyed(j));
+  if (!static_order())
+    for (Keyed& k : ranked_) k = keyed(k.second);
   sort_nearly_sorted(ranked_.begin(), ranked_.end());
   settle_runs(ranked_);
 }
