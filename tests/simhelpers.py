@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from hypothesis import strategies as st
 from reference_sim import Job
 
 from ddppo_hpc.data import convert
@@ -29,6 +30,27 @@ def trace_of(jobs: list[Job], machine_procs: int) -> Trace:
         queue=np.full(len(jobs), -1, dtype=np.int64),
         machine_procs=machine_procs,
     )
+
+
+@st.composite
+def far_plans(draw, max_jobs: int, users: int = 1):
+    """Up to `max_jobs` jobs of 1 to `users` users on 2 to 16 procs arriving in bursts, of a
+    few sizes (the whole machine among them: the queue holds far more work than the longest
+    request), with requests from 1 s to 100 s and runtimes at most their requests, often far
+    below (with several users the EASY++ predictions then differ from the requests and
+    change as jobs end): long conservative plans (tests/unit/test_conservative_*.py)."""
+    machine = draw(st.integers(2, 16))
+    sizes = [machine] + draw(st.lists(st.integers(1, machine), min_size=1, max_size=3))
+    owners = draw(st.integers(1, users))
+    jobs, submit = [], 0
+    for i in range(draw(st.integers(max_jobs // 2, max_jobs))):
+        submit += draw(st.sampled_from([0, 0, 0, 1, 7]))
+        requested = draw(st.sampled_from([1, 3, 10, 30, 100]))
+        runtime = draw(st.sampled_from([requested, requested // 2, requested // 10, 0]))
+        procs = draw(st.sampled_from(sizes))
+        user = draw(st.integers(0, owners - 1))
+        jobs.append(Job(i + 1, float(submit), float(runtime), procs, float(requested), user))
+    return jobs, machine
 
 
 def jobs_of(trace: Trace, begin: int = 0, end: int | None = None) -> list[Job]:

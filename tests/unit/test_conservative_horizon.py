@@ -9,9 +9,8 @@ of the reference, which plans every reservation at every scan."""
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from reference_sim import Job, simulate
-from simhelpers import trace_of
+from simhelpers import far_plans, trace_of
 
 from ddppo_hpc.sim import simulate as simulate_cpp
 
@@ -52,23 +51,6 @@ def test_the_reservations_left_out_bound_what_the_plan_near_now_can_tell(
     trace = trace_of(jobs, 8)
     result = simulate_cpp(trace, policy, "conservative")
     assert dict(zip(trace.id.tolist(), result.start_time.tolist())) == expected
-
-
-@st.composite
-def far_plans(draw, max_jobs: int):
-    """Up to `max_jobs` jobs on 2 to 16 procs arriving in bursts, of a few sizes (the whole
-    machine among them, so that the queue holds far more work than the longest request),
-    with requests from 1 s to 100 s and runtimes at most their requests."""
-    machine = draw(st.integers(2, 16))
-    sizes = [machine] + draw(st.lists(st.integers(1, machine), min_size=1, max_size=3))
-    jobs, submit = [], 0
-    for i in range(draw(st.integers(max_jobs // 2, max_jobs))):
-        submit += draw(st.sampled_from([0, 0, 0, 1, 7]))
-        requested = draw(st.sampled_from([1, 3, 10, 30, 100]))
-        runtime = draw(st.sampled_from([requested, requested, requested // 2, requested // 10]))
-        procs = draw(st.sampled_from(sizes))
-        jobs.append(Job(i + 1, float(submit), float(runtime), procs, float(requested), 0))
-    return jobs, machine
 
 
 @pytest.mark.parametrize("policy", ("fcfs", "sjf", "f1", "wfp3", "unicep", "sjbf"))

@@ -7,9 +7,8 @@ at every scan."""
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from reference_sim import Job, simulate
-from simhelpers import trace_of
+from simhelpers import far_plans, trace_of
 
 from ddppo_hpc.sim import simulate as simulate_cpp
 
@@ -42,29 +41,9 @@ def test_a_start_that_runs_past_a_reservation_left_out_waits_for_the_whole_plan(
     assert _starts(jobs, 10, policy) == expected
 
 
-@st.composite
-def far_plans(draw, max_jobs: int):
-    """Up to `max_jobs` jobs of 1 to 3 users on 2 to 16 procs arriving in bursts, of a few
-    sizes (the whole machine among them: the queue holds far more work than the longest
-    request), with requests from 1 s to 100 s and runtimes at most their requests, often far
-    below (the predictions then differ from the requests and change as jobs end)."""
-    machine = draw(st.integers(2, 16))
-    sizes = [machine] + draw(st.lists(st.integers(1, machine), min_size=1, max_size=3))
-    users = draw(st.integers(1, 3))
-    jobs, submit = [], 0
-    for i in range(draw(st.integers(max_jobs // 2, max_jobs))):
-        submit += draw(st.sampled_from([0, 0, 0, 1, 7]))
-        requested = draw(st.sampled_from([1, 3, 10, 30, 100]))
-        runtime = draw(st.sampled_from([requested, requested // 2, requested // 10, 0]))
-        procs = draw(st.sampled_from(sizes))
-        user = draw(st.integers(0, users - 1))
-        jobs.append(Job(i + 1, float(submit), float(runtime), procs, float(requested), user))
-    return jobs, machine
-
-
 @pytest.mark.parametrize("policy", ("fcfs", "sjf", "f1", "wfp3", "unicep", "sjbf"))
 @settings(max_examples=30, deadline=None)
-@given(workload=far_plans(max_jobs=70))
+@given(workload=far_plans(max_jobs=70, users=3))
 def test_plans_near_now_start_what_the_whole_plan_starts(policy, workload):
     jobs, machine = workload
     expected = simulate(jobs, machine, policy, "conservative", estimate="predicted")
