@@ -13,6 +13,13 @@
 
 namespace ddppo {
 
+namespace {
+// A time on the log scale of the observation's log features: 10^kLogDecades s maps to 1.
+float log_time(double t) {
+  return static_cast<float>(std::min(std::log10(1.0 + t) / kLogDecades, 1.0));
+}
+}  // namespace
+
 Reward parse_reward(const std::string& name) {
   if (name == "bsld") return Reward::kBsld;
   if (name == "wait") return Reward::kWait;
@@ -79,7 +86,7 @@ void BatchEnv::start_constants(Env& e) const {
         static_cast<float>(w_.procs[j] / machine),
         // Log scales resolve what the linear ones squash: requests and waits span seconds to
         // days, sizes 1 to the machine (F1's and WFP3's scores are built on such terms).
-        static_cast<float>(std::min(std::log10(1.0 + r) / kLogDecades, 1.0)),
+        log_time(r),
         static_cast<float>(log_machine > 0 ? std::log2(w_.procs[j]) / log_machine : 0.0),
         score(Policy::kF1, w_, j, 0),
     };
@@ -278,10 +285,7 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     f[6] = 1.0f;
     f[7] = c.log_request;
     auto& [at, log_wait] = e.log_wait[j - e.begin];
-    if (at != now)
-      at = now,
-      log_wait =
-          static_cast<float>(std::min(std::log10(1.0 + now - w_.submit[j]) / kLogDecades, 1.0));
+    if (at != now) at = now, log_wait = log_time(now - w_.submit[j]);
     f[8] = log_wait;
     f[9] = c.log_procs;
     mask[k] = !s.backfilling() || s.backfill_allows(j);
@@ -322,7 +326,7 @@ void BatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
   f[0] = static_cast<float>(std::min(gap / kTimeScale, 1.0));
   f[2] = static_cast<float>(freed / static_cast<double>(config_.machine_procs));
   f[6] = -1.0f;
-  f[8] = static_cast<float>(std::min(std::log10(1.0 + gap) / kLogDecades, 1.0));
+  f[8] = log_time(gap);
 }
 
 // The committed job's shadow time, EASY's extra procs and the committed job's size at a
@@ -461,7 +465,6 @@ void BatchEnv::observe_history(Env& e, float* jobs, float* cluster) const {
 const BatchEnv::UserFeatures& BatchEnv::user_features(Env& e, int32_t job, double p) const {
   const UserHistory& users = e.history.predictions->history();
   UserFeatures& user = e.user_features[accounts_.user[job]];
-  auto log_time = [](double t) { return std::min(std::log10(1.0 + t) / kLogDecades, 1.0); };
   const int n = users.recent_count(job);
   std::array<int32_t, 2> recent = {-1, -1};
   for (int i = 0; i < n; ++i) recent[i] = users.recent(job, i);
@@ -473,10 +476,10 @@ const BatchEnv::UserFeatures& BatchEnv::user_features(Env& e, int32_t job, doubl
       ratio += (r > 0 ? std::min(w_.runtime[done] / r, 1.0) : 1.0) / n;
       mean += w_.runtime[done] / n;
     }
-    user = {n, recent, static_cast<float>(ratio), static_cast<float>(log_time(mean))};
+    user = {n, recent, static_cast<float>(ratio), log_time(mean)};
   }
   if (p != w_.requested_time[job] && p != user.prediction)
-    user.prediction = p, user.log_prediction = static_cast<float>(log_time(p));
+    user.prediction = p, user.log_prediction = log_time(p);
   return user;
 }
 
@@ -532,7 +535,7 @@ void BatchEnv::write_fit_times(Env& e, float* jobs, size_t column) const {
     const size_t end = std::lower_bound(e.freed.begin(), e.freed.end(), procs) - e.freed.begin();
     const double t = end < running.size() ? std::max(running[end].estimated_end - s.now(), 0.0)
                                           : std::numeric_limits<double>::infinity();
-    jobs[k * F + column] = static_cast<float>(std::min(std::log10(1.0 + t) / kLogDecades, 1.0));
+    jobs[k * F + column] = log_time(t);
   }
 }
 
