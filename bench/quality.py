@@ -430,7 +430,15 @@ def trained_how(policy: dict) -> str:
 def observed(config) -> str:
     """The options of the observation and the teaching that are on, in words."""
     env, ppo = config.env, config.ppo
-    options = ("history", "heuristic_ranks", "order_picks", "fit_times", "agent_backfill", "wait")
+    options = (
+        "history",
+        "heuristic_ranks",
+        "order_picks",
+        "order_actions",
+        "fit_times",
+        "agent_backfill",
+        "wait",
+    )
     words = ["dense"] * env.dense_reward + [name for name in options if getattr(env, name)]
     if env.reward_baseline != "none":
         words.append(f"relative to {env.reward_baseline}")

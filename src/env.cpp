@@ -40,11 +40,19 @@ BatchEnv::BatchEnv(const Workload& w, Accounts accounts, EnvConfig config,
     throw std::invalid_argument("a dense reward is a sum over jobs: bsld or wait only");
   if (config_.baseline && config_.baseline_best)
     throw std::invalid_argument("one reward baseline: a heuristic or the best");
+  if (config_.order_actions && (config_.agent_backfill || config_.teacher == Teacher::kRollout))
+    throw std::invalid_argument(
+        "order actions choose the backfill scans' order: not with agent "
+        "backfilling or the rollout teacher");
   envs_.resize(seeds.size());
   for (size_t i = 0; i < seeds.size(); ++i) {
     envs_[i].seed = seeds[i];
     envs_[i].running_procs.assign(accounts_.users, 0);
     envs_[i].queued_work.assign(accounts_.users, 0);
+    if (config_.order_actions) {
+      envs_[i].rows.resize(config_.max_queue * job_features());
+      envs_[i].row_mask.resize(config_.max_queue);
+    }
   }
 }
 
@@ -57,7 +65,8 @@ void BatchEnv::start_window(Env& e, size_t begin) {
   e.begin = begin;
   e.paid = 0;
   e.sim.emplace(w_, begin, begin + config_.window_jobs, config_.machine_procs, config_.policy,
-                config_.backfill, config_.estimate, config_.agent_backfill);
+                config_.backfill, config_.estimate,
+                AgentChoices{config_.agent_backfill, config_.order_actions});
   if (tracks_history()) start_history(e);
   start_constants(e);
   e.teacher = config_.policy;
@@ -169,8 +178,16 @@ void BatchEnv::act(Env& e, int32_t action) const {
     } else {
       s.stop_backfill();  // the stop slot K, or a slot the mask does not allow
     }
-  } else if (config_.wait && action == static_cast<int32_t>(config_.max_queue) && s.can_wait()) {
+  } else if (config_.wait && action == static_cast<int32_t>(choice_slots()) && s.can_wait()) {
     s.wait();
+  } else if (config_.order_actions) {
+    // Any other action (a masked wait) is order 0's, as a slot without a job is slot 0.
+    const bool order = action >= 0 && static_cast<size_t>(action) < kHeuristics.size();
+    const Policy p = kHeuristics[order ? action : 0];
+    const int32_t position = lowest_position(e, p);
+    picked = s.waiting()[position];
+    s.set_order(p);
+    s.pick_at(position);
   } else {
     const size_t position = job_slot ? action : 0;
     picked = s.waiting()[position];
@@ -261,6 +278,13 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   uint8_t* mask = out.mask + i * S;
   std::memset(jobs, 0, S * F * sizeof(float));
   std::memset(mask, 0, S);
+  // The visible jobs' rows: the observation's, or with order actions those its slots show.
+  float* rows = config_.order_actions ? e.rows.data() : jobs;
+  uint8_t* row_mask = config_.order_actions ? e.row_mask.data() : mask;
+  if (config_.order_actions) {
+    std::fill(e.rows.begin(), e.rows.end(), 0.0f);
+    std::fill(e.row_mask.begin(), e.row_mask.end(), 0);
+  }
   const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(K, queue.size());
   double remaining = 0;
@@ -275,7 +299,7 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     int32_t u = accounts_.user[j];
     const JobConstants& c = e.constants[j - e.begin];
     e.slot[j - e.begin] = static_cast<int32_t>(k);
-    float* f = jobs + k * F;
+    float* f = rows + k * F;
     f[0] = static_cast<float>(std::min((now - w_.submit[j]) / kTimeScale, 1.0));
     f[1] = c.request;
     f[2] = c.procs;
@@ -288,26 +312,28 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     if (at != now) at = now, log_wait = log_time(now - w_.submit[j]);
     f[8] = log_wait;
     f[9] = c.log_procs;
-    mask[k] = !s.backfilling() || s.backfill_allows(j);
+    row_mask[k] = !s.backfilling() || s.backfill_allows(j);
   }
   // Feature 10: the job's rank under F1 (Carastan-Neto and de Camargo, 2017), a score fitted
   // to Lublin-model workloads and the strongest of the classic heuristics there: a prior
   // the agent can follow, or learn when to leave.
-  write_ranks(e, Policy::kF1, jobs, 10);
+  write_ranks(e, Policy::kF1, rows, 10);
   for (const auto& r : s.running()) e.running_procs[accounts_.user[r.job]] = 0;
   for (size_t k = 0; k < visible; ++k) e.queued_work[accounts_.user[queue[k]]] = 0;
   float* c = out.cluster + i * cluster_features();
   c[0] = static_cast<float>(s.free_procs() / machine);
   c[1] = static_cast<float>(std::min(remaining / (machine * kTimeScale), 1.0));
   c[2] = static_cast<float>(std::min(static_cast<double>(queue.size()) / K, 1.0));
-  if (S > K) observe_wait(e, jobs + K * F, mask + K);
-  if (config_.history) observe_history(e, jobs, c);
+  if (config_.history) observe_history(e, rows, c);
   const size_t ranks = kJobFeatures + (config_.history ? kHistoryJobFeatures : 0);
   if (config_.heuristic_ranks)
     for (size_t p = 0; p < kRankJobFeatures; ++p)
-      write_ranks(e, kRankedPolicies[p], jobs, ranks + p);
+      write_ranks(e, kRankedPolicies[p], rows, ranks + p);
   if (config_.fit_times)
-    write_fit_times(e, jobs, ranks + (config_.heuristic_ranks ? kRankJobFeatures : 0));
+    write_fit_times(e, rows, ranks + (config_.heuristic_ranks ? kRankJobFeatures : 0));
+  if (config_.order_actions) observe_orders(e, jobs, mask);
+  const size_t C = choice_slots();
+  if (S > C) observe_wait(e, jobs + C * F, mask + C);
   if (config_.agent_backfill)
     observe_backfill(s, c + cluster_features() - kBackfillClusterFeatures);
 }
@@ -327,6 +353,19 @@ void BatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
   f[2] = static_cast<float>(freed / static_cast<double>(config_.machine_procs));
   f[6] = -1.0f;
   f[8] = log_time(gap);
+}
+
+// Slot k shows order k's pick among the visible jobs: that job's row, with 1 in the order's
+// own column (the last kHeuristics.size() ones), so that orders picking the same job differ.
+void BatchEnv::observe_orders(Env& e, float* jobs, uint8_t* mask) const {
+  if (e.sim->waiting().empty()) return;
+  const size_t F = job_features(), own = F - kHeuristics.size();
+  for (size_t k = 0; k < kHeuristics.size(); ++k) {
+    const float* row = e.rows.data() + lowest_position(e, kHeuristics[k]) * F;
+    std::copy(row, row + F, jobs + k * F);
+    jobs[k * F + own + k] = 1.0f;
+    mask[k] = 1;
+  }
 }
 
 // The committed job's shadow time, EASY's extra procs and the committed job's size at a
@@ -588,7 +627,10 @@ void BatchEnv::heuristic_actions(int32_t* actions) const {
   for (size_t i = 0; i < envs_.size(); ++i) {
     const Env& e = envs_[i];
     const Simulator& s = *e.sim;
-    if (config_.teacher == Teacher::kRollout)
+    if (config_.order_actions)
+      actions[i] = static_cast<int32_t>(
+          std::find(kHeuristics.begin(), kHeuristics.end(), e.teacher) - kHeuristics.begin());
+    else if (config_.teacher == Teacher::kRollout)
       actions[i] = rollout_action(e);
     else if (e.teacher == config_.policy)
       actions[i] = static_cast<int32_t>(

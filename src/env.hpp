@@ -88,6 +88,10 @@ struct EnvConfig {
   bool heuristic_ranks = false;
   // Adds each job's time until it fits on the running jobs' requests (after the ranks).
   bool fit_times = false;
+  // An action is a heuristic order of kHeuristics: its pick among the visible jobs starts or
+  // is committed, and the backfill scans follow it until the next decision; slot k shows
+  // order k's pick (docs/environment.md, "Order actions").
+  bool order_actions = false;
 };
 
 // Per-job dense user ids (0-based), for the per-user features; a job the log gives no user
@@ -114,15 +118,18 @@ class BatchEnv {
   BatchEnv(const Workload& w, Accounts accounts, EnvConfig config,
            const std::vector<uint64_t>& seeds);
   size_t size() const { return envs_.size(); }
-  // Slots of an observation: K job slots, and with `wait` or `agent_backfill` slot K, which
-  // starts nothing until the next event (the wait at a pick, the stop at a backfill decision).
-  size_t slots() const {
-    return config_.max_queue + (config_.wait || config_.agent_backfill ? 1 : 0);
+  // Slots of an observation: K job slots (with `order_actions`, one per heuristic order),
+  // and with `wait` or `agent_backfill` one more, which starts nothing until the next event
+  // (the wait at a pick, the stop at a backfill decision).
+  size_t slots() const { return choice_slots() + (config_.wait || config_.agent_backfill ? 1 : 0); }
+  size_t choice_slots() const {
+    return config_.order_actions ? kHeuristics.size() : config_.max_queue;
   }
   size_t job_features() const {
     return kJobFeatures + (config_.history ? kHistoryJobFeatures : 0) +
            (config_.heuristic_ranks ? kRankJobFeatures : 0) +
-           (config_.fit_times ? kFitJobFeatures : 0);
+           (config_.fit_times ? kFitJobFeatures : 0) +
+           (config_.order_actions ? kHeuristics.size() : 0);
   }
   size_t cluster_features() const {
     return kClusterFeatures + (config_.history ? kHistoryClusterFeatures : 0) +
@@ -217,7 +224,10 @@ class BatchEnv {
     // Per policy (its number): the visible jobs of the last observation in its order.
     std::array<std::vector<Ranked>, kHeuristics.size()> ranked;
     std::vector<int32_t> freed;  // fit times' free procs per end, scratch
-    History history;             // with tracks_history() only
+    // With order_actions: the visible jobs' rows and mask, which the order slots show.
+    std::vector<float> rows;
+    std::vector<uint8_t> row_mask;
+    History history;  // with tracks_history() only
   };
   void start_episode(Env& e);
   void start_window(Env& e, size_t begin);
@@ -225,9 +235,11 @@ class BatchEnv {
   void run_heuristics(Env& e);
   // The heuristic order of the lowest avg bsld on jobs [begin, end) and that run's metrics.
   std::pair<Policy, Metrics> best_heuristic(size_t begin, size_t end) const;
-  // The history is kept for its features, and for SJBF's EASY++ predictions (ranks, teacher).
+  // The history is kept for its features, and for SJBF's EASY++ predictions (ranks, teacher,
+  // order actions).
   bool tracks_history() const {
-    return config_.history || config_.heuristic_ranks || config_.teacher != Teacher::kPolicy;
+    return config_.history || config_.heuristic_ranks || config_.teacher != Teacher::kPolicy ||
+           config_.order_actions;
   }
   double score_at(const Env& e, Policy p, int32_t job) const;
   void write_ranks(Env& e, Policy p, float* jobs, size_t column) const;
@@ -241,6 +253,7 @@ class BatchEnv {
   double reward_of(const Metrics& m) const;
   void observe(Env& e, size_t i, Outputs out) const;
   void observe_wait(const Env& e, float* f, uint8_t* mask) const;
+  void observe_orders(Env& e, float* jobs, uint8_t* mask) const;
   void skip_hidden_backfills(Simulator& s) const;
   void observe_backfill(const Simulator& s, float* cluster) const;
   void start_history(Env& e);

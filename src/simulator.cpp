@@ -16,7 +16,7 @@ constexpr double kNotStarted = std::numeric_limits<double>::quiet_NaN();
 }
 
 Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machine_procs,
-                     Policy policy, Backfill backfill, Estimate estimate, bool agent_backfill)
+                     Policy policy, Backfill backfill, Estimate estimate, AgentChoices agent)
     : w_(w),
       begin_(begin),
       end_(std::min(end, w.size)),
@@ -26,7 +26,8 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
       estimate_(estimate),
       free_(machine_procs),
       next_arrival_(begin),
-      agent_backfill_(agent_backfill) {
+      agent_backfill_(agent.backfill),
+      any_order_(agent.orders) {
   if (machine_ <= 0) throw std::invalid_argument("machine size must be positive");
   if (begin_ > end_) throw std::invalid_argument("window start is past the end of the trace");
   start_.assign(end_ - begin_, kNotStarted);
@@ -44,21 +45,57 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
     near_width_ = std::max(near_width_, w_.requested_time[j] / 2);
     if (j > begin_ && w_.submit[j] < w_.submit[j - 1])
       throw std::invalid_argument("jobs are not ordered by submit time");
-    cached_[j - begin_] = policy_ == Policy::kUnicep ? unicep_divisor(w_, j)
-                          : policy_ == Policy::kWfp3
-                              ? w_.procs[j] / std::pow(at_least_tenth(w_.requested_time[j]), 3.0)
-                              : score(policy_, w_, j, 0);  // sjbf: unused
+    cached_[j - begin_] = cached_of(j);
   }
-  if (policy_ == Policy::kSjbf || estimate_ == Estimate::kPredicted)
+  // With order actions, SJBF may become the order at any decision: its predictions need the
+  // whole history.
+  if (policy_ == Policy::kSjbf || estimate_ == Estimate::kPredicted || any_order_)
     predictions_.emplace(w_, begin_, end_, estimate_ == Estimate::kPredicted);
+  make_index();
+  now_ = begin_ < end_ ? w_.submit[begin_] : 0;
+  settle();
+}
+
+double Simulator::cached_of(size_t j) const {
+  switch (policy_) {
+    case Policy::kUnicep:
+      return unicep_divisor(w_, j);
+    case Policy::kWfp3:
+      return w_.procs[j] / std::pow(at_least_tenth(w_.requested_time[j]), 3.0);
+    default:
+      return score(policy_, w_, j, 0);  // sjbf: unused
+  }
+}
+
+void Simulator::make_index() {
+  index_.reset();
+  groups_.reset();
   if (static_order())
     index_.emplace(w_.procs, w_.requested_time, begin_, end_,
                    policy_ == Policy::kFcfs ? nullptr : cached_.data(), index_scans());
   else
     groups_.emplace(policy_ == Policy::kSjbf ? w_.user : nullptr, w_.procs, w_.requested_time,
                     w_.submit, cached_.data(), begin_, end_);
-  now_ = begin_ < end_ ? w_.submit[begin_] : 0;
-  settle();
+}
+
+// The waiting jobs are indexed again in order p; what the conservative scans keep from one
+// scan to the next (the order of the waiting jobs, the plan) was the old order's.
+void Simulator::set_order(Policy p) {
+  if (!any_order_ || done_ || committed_ >= 0)
+    throw std::logic_error("the order changes only at a decision, with order actions");
+  if (p == policy_) return;
+  policy_ = p;
+  for (size_t j = begin_; j < end_; ++j) cached_[j - begin_] = cached_of(j);
+  make_index();
+  for (int32_t j : waiting()) {
+    if (index_) index_->add(j);
+    if (groups_) groups_->add(j);
+  }
+  ranked_.clear();
+  std::fill(listed_.begin(), listed_.end(), 0);
+  planned_ = 0;
+  plan_head_ = -1;
+  near_.clear();
 }
 
 const std::vector<double>& Simulator::run() {

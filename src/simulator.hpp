@@ -30,10 +30,16 @@ inline uint64_t ordered_bits(double x) {
   return u >> 63 ? ~u : u | uint64_t{1} << 63;
 }
 
+// What the RL environment decides besides the picks (docs/simulation.md, "Decision model").
+struct AgentChoices {
+  bool backfill = false;  // the jobs a backfill scan starts (env.agent_backfill)
+  bool orders = false;    // the order of the backfill scans, at each decision (env.order_actions)
+};
+
 class Simulator {
  public:
   Simulator(const Workload& w, size_t begin, size_t end, int32_t machine_procs, Policy policy,
-            Backfill backfill, Estimate estimate = Estimate::kRequest, bool agent_backfill = false);
+            Backfill backfill, Estimate estimate = Estimate::kRequest, AgentChoices agent = {});
 
   // Picks by the heuristic until every job of the window has started; returns start times
   // (index i is job begin + i).
@@ -65,6 +71,11 @@ class Simulator {
   double next_event() const;
   bool can_wait() const { return !done_ && committed_ < 0 && std::isfinite(next_event()); }
   void wait();
+  // The RL environment's order actions (docs/simulation.md, "Decision model"): with
+  // `agent.orders`, at a decision, the backfill scans from now on follow order p (and so do
+  // heuristic_position() and run()'s picks).
+  Policy order() const { return policy_; }
+  void set_order(Policy p);
 
   // The RL environment's agent backfilling (docs/simulation.md, "Decision model"): with
   // `agent_backfill`, a backfill scan that could start a job stops at a backfill decision
@@ -106,6 +117,10 @@ class Simulator {
     double wait = now_ - submit;
     return wait * wait * wait * cached;
   }
+  // cached_'s value for job j under policy_.
+  double cached_of(size_t j) const;
+  // An empty index_ (FCFS, SJF, F1) or groups_ (the others) for policy_.
+  void make_index();
   void start(int32_t job);
   void advance();
   void apply_events();
@@ -299,6 +314,7 @@ class Simulator {
   // Agent backfilling: whether the simulator stands at a backfill decision, its shadow, and
   // (conservative) per job the last decision at which it was allowed.
   bool agent_backfill_;
+  bool any_order_;  // set_order() may change policy_
   bool backfilling_ = false;
   Shadow shadow_{0, 0};
   std::vector<uint32_t> allowed_;

@@ -97,6 +97,10 @@ class EnvConfig:
     # (slot 0) and the one each of F1, SJF, WFP3, UNICEP and SJBF ranks first (at most 6, and
     # the wait); needs heuristic_ranks (docs/environment.md, "Order picks")
     order_picks: bool = False
+    # an action is a heuristic order (fcfs, sjf, wfp3, unicep, f1, sjbf): its pick starts or is
+    # committed and the backfill scans follow it until the next decision, so following one
+    # order is that order's run (docs/environment.md, "Order actions")
+    order_actions: bool = False
 
 
 @dataclass
@@ -344,13 +348,25 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'env.teacher_jobs' must be at least 0 (0: env.window_jobs)")
     if config.env.teacher_jobs and config.env.teacher != "best":
         raise ConfigError("'env.teacher_jobs' needs 'env.teacher' best")
-    for key in ("heuristic_ranks", "fit_times", "teacher", "teacher_jobs", "order_picks"):
+    for key in (
+        "heuristic_ranks",
+        "fit_times",
+        "teacher",
+        "teacher_jobs",
+        "order_picks",
+        "order_actions",
+    ):
         if config.gpu.mode != "off" and getattr(config.env, key) != getattr(EnvConfig, key):
             raise ConfigError(f"'env.{key}' is for the HPC queue (gpu.mode: off)")
     if config.env.order_picks and not config.env.heuristic_ranks:
         raise ConfigError("'env.order_picks' needs 'env.heuristic_ranks' true (the orders' picks)")
     if config.env.order_picks and config.env.agent_backfill:
         raise ConfigError("'env.order_picks' cannot be used with 'env.agent_backfill'")
+    for key in ("order_picks", "agent_backfill"):
+        if config.env.order_actions and getattr(config.env, key):
+            raise ConfigError(f"'env.order_actions' cannot be used with 'env.{key}'")
+    if config.env.order_actions and config.env.teacher == "rollout":
+        raise ConfigError("'env.order_actions' cannot be used with 'env.teacher' rollout")
     if config.env.agent_backfill and config.env.backfill == "none":
         raise ConfigError("'env.agent_backfill' needs 'env.backfill' easy or conservative")
     listed = len(config.data.trace) if isinstance(config.data.trace, list) else 1

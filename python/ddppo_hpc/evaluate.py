@@ -83,8 +83,8 @@ def run_policy(
     """(window, start times, metrics) of one greedy episode per window of `spans` (window ->
     (first job, jobs)): one batch per window length, one environment per window. The queue
     length, backfill order and estimate, wait action, history, agent backfilling, heuristic
-    ranks, fit times and order picks are the training run's (with `backfill` none, agent
-    backfilling has no decision to make)."""
+    ranks, fit times, order picks and order actions are the training run's (with `backfill`
+    none, agent backfilling has no decision to make)."""
     done = []
     for length in sorted({n for _, n in spans.values()}):
         windows = [w for w, (_, n) in spans.items() if n == length]
@@ -102,6 +102,7 @@ def run_policy(
             heuristic_ranks=options.heuristic_ranks,
             fit_times=options.fit_times,
             order_picks=options.order_picks,
+            order_actions=options.order_actions,
         )
         env.reset()
         obs = env.begin_at([spans[w][0] for w in windows])
@@ -190,7 +191,7 @@ def trained_policy(loaded: tuple[dict, Path], config: TrainConfig, *features: in
     checkpoint, file = loaded
     env = config.env
     widths = features or feature_widths(
-        env.history, env.agent_backfill, env.heuristic_ranks, env.fit_times
+        env.history, env.agent_backfill, env.heuristic_ranks, env.fit_times, env.order_actions
     )
     model = build_policy(config.policy, *widths)
     problem = weights_problem(model.state_dict(), checkpoint["model"])

@@ -149,6 +149,8 @@ def usable_config(config: TrainConfig, file) -> None:
             f"{file}: env.agent_backfill: advise orders the queue and has no backfill decision"
             " to show the policy yet"
         )
+    if config.env.order_actions:
+        raise ValueError(f"{file}: env.order_actions: advise ranks jobs, not orders, yet")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

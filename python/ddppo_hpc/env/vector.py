@@ -7,6 +7,7 @@ import numpy as np
 
 from ddppo_hpc import _core
 from ddppo_hpc.data.trace import Trace
+from ddppo_hpc.sim import POLICIES
 
 JOB_FEATURES = _core.JOB_FEATURES
 CLUSTER_FEATURES = _core.CLUSTER_FEATURES
@@ -16,6 +17,8 @@ BACKFILL_CLUSTER_FEATURES = _core.BACKFILL_CLUSTER_FEATURES
 RANK_JOB_FEATURES = _core.RANK_JOB_FEATURES
 FIT_JOB_FEATURES = _core.FIT_JOB_FEATURES
 REWARDS = ("bsld", "wait", "utilization", "fairshare")
+# With order actions, action k follows order k (docs/environment.md, "Order actions").
+ORDER_ACTIONS = POLICIES
 EPISODE_METRICS = ("avg_bsld", "avg_wait", "utilization", "jain_user_bsld")
 
 
@@ -24,11 +27,12 @@ def feature_widths(
     agent_backfill: bool = False,
     heuristic_ranks: bool = False,
     fit_times: bool = False,
+    order_actions: bool = False,
 ) -> tuple[int, int]:
     """(job slot, cluster) feature counts of the observation, with or without `history`,
-    `agent_backfill`, `heuristic_ranks` and `fit_times`."""
+    `agent_backfill`, `heuristic_ranks`, `fit_times` and `order_actions`."""
     jobs = JOB_FEATURES + HISTORY_JOB_FEATURES * history + RANK_JOB_FEATURES * heuristic_ranks
-    jobs += FIT_JOB_FEATURES * fit_times
+    jobs += FIT_JOB_FEATURES * fit_times + len(ORDER_ACTIONS) * order_actions
     cluster = CLUSTER_FEATURES + HISTORY_CLUSTER_FEATURES * history
     return jobs, cluster + BACKFILL_CLUSTER_FEATURES * agent_backfill
 
@@ -66,7 +70,10 @@ class VecSchedulingEnv:
     it is one (docs/environment.md, "Agent backfilling"). With `heuristic_ranks`, every job
     slot also has its rank under SJF, WFP3, UNICEP and SJBF, after the other features; with
     `order_picks` (which needs them) the mask shows only the visible jobs that some order
-    picks first (docs/environment.md, "Order picks"). `teacher` is whose picks
+    picks first (docs/environment.md, "Order picks"). With `order_actions`, an action is a
+    heuristic order (ORDER_ACTIONS): its pick among the visible jobs starts or is committed and
+    the backfill scans follow it until the next decision; slot k shows order k's pick, with a
+    1 in the last columns' k-th (docs/environment.md, "Order actions"). `teacher` is whose picks
     heuristic_actions() gives: `policy`'s (`backfill_order`) or, with `best`, those of the
     heuristic order that scores the lowest avg bsld on the episode's window (with
     `teacher_jobs` N longer than it, on the N jobs from its start); `baseline` `best` makes
@@ -98,6 +105,7 @@ class VecSchedulingEnv:
         teacher: str = "backfill_order",
         teacher_jobs: int = 0,
         order_picks: bool = False,
+        order_actions: bool = False,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -105,6 +113,11 @@ class VecSchedulingEnv:
             raise ValueError(f"teacher_jobs must be at least 0, not {teacher_jobs}")
         if order_picks and (agent_backfill or not heuristic_ranks):
             raise ValueError("order_picks needs heuristic_ranks, and agent_backfill off")
+        if order_actions and (agent_backfill or order_picks or teacher == "rollout"):
+            raise ValueError(
+                "order_actions cannot be used with agent_backfill, order_picks or the rollout"
+                " teacher"
+            )
         if order_picks:  # F1's rank (feature 10), then SJF's and the other heuristic ranks
             ranks = JOB_FEATURES + HISTORY_JOB_FEATURES * history
             self._pick_columns = (JOB_FEATURES - 1, *range(ranks, ranks + RANK_JOB_FEATURES))
@@ -131,6 +144,7 @@ class VecSchedulingEnv:
             fit_times,
             teacher,
             teacher_jobs,
+            order_actions,
             [seed + i for i in range(num_envs)],
         )
         self.job_features = self._core.job_features
@@ -143,7 +157,8 @@ class VecSchedulingEnv:
             self.cluster_features,
             window_jobs * (1 + 2 * (wait or agent_backfill)),
         )
-        self.teacher_slots = max_queue  # the heuristics never wait or stop
+        # The heuristics never wait or stop.
+        self.teacher_slots = len(ORDER_ACTIONS) if order_actions else max_queue
 
     def _allocate(self, slots: int, features: int, cluster: int, decisions: int) -> None:
         """The arrays the core writes into (handed to it once), and the log of the current
@@ -248,7 +263,8 @@ class VecSchedulingEnv:
         return self._core.last_baseline_bsld(i)
 
     def heuristic_actions(self) -> np.ndarray:
-        """The teacher's pick among each environment's visible jobs."""
+        """The teacher's pick among each environment's visible jobs (with order actions, the
+        teacher's order)."""
         actions = np.zeros(self.num_envs, dtype=np.int32)
         self._core.heuristic_actions(actions)
         return actions

@@ -1,0 +1,191 @@
+"""`env.order_actions` (docs/environment.md, "Order actions"): an action is a heuristic order,
+whose pick starts or is committed and whose order the backfill scans follow until the next
+decision. By hand; following one order is that order's run; random orders per decision
+against the pure-Python reference; slot k shows order k's pick."""
+
+import numpy as np
+import pytest
+import reference_sim
+from reference_sim import Job
+from simhelpers import trace_of
+
+from ddppo_hpc.config import ConfigError, load_config
+from ddppo_hpc.data.synthetic import generate
+from ddppo_hpc.env import VecSchedulingEnv
+from ddppo_hpc.env.vector import ORDER_ACTIONS, feature_widths
+from ddppo_hpc.sim import ESTIMATES, POLICIES, simulate
+
+WINDOW = 100
+MACHINE = 8
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return generate(3000, machine_procs=64, seed=5)
+
+
+@pytest.mark.parametrize("order, starts", [("fcfs", [0, 100, 2, 52]), ("sjf", [0, 100, 22, 2])])
+def test_the_scans_follow_the_order_of_the_decision(order, starts):
+    # 4 procs, EASY on the requests (= runtimes). A (2 procs) runs 0..100; H (4 procs) comes
+    # alone at 1 and is committed: shadow 100. B (request 50) and C (request 20), 2 procs each,
+    # come at 2, where one of them fits: FCFS's scan starts B (C at 52, when B ends: 52 + 20
+    # <= 100), SJF's starts C (B at 22: 22 + 50 <= 100).
+    jobs = [
+        Job(1, 0, 100, 2, 100, 1),  # A
+        Job(2, 1, 10, 4, 10, 2),  # H
+        Job(3, 2, 50, 2, 50, 3),  # B
+        Job(4, 2, 20, 2, 20, 4),  # C
+    ]
+    env = VecSchedulingEnv(trace_of(jobs, 4), 1, 4, 4, "easy", "f1", order_actions=True)
+    obs, _ = env.reset()
+    assert obs["action_mask"][0].tolist() == [True] * len(ORDER_ACTIONS)
+    env.step(np.array([0]))  # A starts at 0
+    _, _, terminated, _, _ = env.step(np.array([ORDER_ACTIONS.index(order)]))  # H, at 1
+    assert terminated[0]  # the scans started B and C: no decision was left
+    assert env.last_start_times(0).tolist() == starts
+
+
+@pytest.mark.parametrize("estimate", ESTIMATES)
+@pytest.mark.parametrize("backfill", ["none", "easy", "conservative"])
+def test_following_one_order_is_that_orders_run(trace, backfill, estimate):
+    # Every job visible (K = window): the env's scan order is the simulator's own.
+    for order in POLICIES:
+        env = VecSchedulingEnv(trace, 1, WINDOW, WINDOW, backfill, "fcfs", seed=3,
+                               estimate=estimate, order_actions=True)  # fmt: skip
+        env.reset()
+        begin = int(env.episode_start[0])
+        terminated = [False]
+        while not terminated[0]:
+            _, _, terminated, _, _ = env.step(np.array([POLICIES.index(order)], np.int32))
+        expected = simulate(trace, order, backfill, begin, WINDOW, estimate).start_time
+        np.testing.assert_array_equal(env.last_start_times(0), expected, err_msg=order)
+
+
+def test_the_best_teacher_gets_the_best_heuristics_score(trace):
+    env = VecSchedulingEnv(trace, 4, WINDOW, WINDOW, "conservative", "f1", seed=7,
+                           estimate="predicted", teacher="best", order_actions=True)  # fmt: skip
+    env.reset()
+    scored = {}
+    while len(scored) < 4:
+        actions = env.heuristic_actions()
+        assert [POLICIES[a] for a in actions] == [env.teacher(i) for i in range(4)]
+        _, _, terminated, _, info = env.step(actions)
+        for i in np.flatnonzero(terminated):
+            scored.setdefault(i, (info["avg_bsld"][i], env.last_best(i)[1]))
+    for bsld, best in scored.values():
+        assert bsld == best
+
+
+class OrderReference(reference_sim._Sim):
+    """The reference that draws the order at each decision: its pick, and its order for
+    the backfill scans until the next decision."""
+
+    draw = None  # () -> the order of the next decision
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.choose, self.now = self.pick_by_drawn_order, None
+
+    def decide(self, t: float) -> None:
+        self.now = t
+        super().decide(t)
+
+    def pick_by_drawn_order(self, ordered):
+        self.policy = self.draw()
+        return self.ordered(self.now)[0]
+
+
+def random_jobs(rng, n=40):
+    """Ties in submit, runtimes of 0 and past their request, three users, sizes to the machine."""
+    submit = np.cumsum(rng.integers(0, 6, n))
+    runtime = rng.integers(0, 40, n)
+    request = np.maximum(runtime + rng.integers(-5, 30, n), 0)
+    procs = rng.integers(1, MACHINE + 1, n)
+    user = rng.integers(0, 3, n)
+    return [
+        Job(i + 1, float(submit[i]), float(runtime[i]), int(procs[i]), float(request[i]),
+            int(user[i]))
+        for i in range(n)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("estimate", ESTIMATES)
+@pytest.mark.parametrize("backfill", ["easy", "conservative"])
+def test_random_orders_match_the_reference(backfill, estimate, seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    jobs = random_jobs(rng)
+    drawn = []
+
+    def draw():
+        drawn.append(POLICIES[int(rng.integers(len(POLICIES)))])
+        return drawn[-1]
+
+    monkeypatch.setattr(OrderReference, "draw", staticmethod(draw))
+    monkeypatch.setattr(reference_sim, "_Sim", OrderReference)
+    starts = reference_sim.simulate(jobs, MACHINE, "fcfs", backfill, estimate=estimate)
+    assert len(set(drawn)) == len(POLICIES)
+    n = len(jobs)  # every waiting job visible
+    env = VecSchedulingEnv(trace_of(jobs, MACHINE), 1, n, n, backfill, "fcfs",
+                           estimate=estimate, order_actions=True)  # fmt: skip
+    env.reset()
+    for step, order in enumerate(drawn):
+        _, _, terminated, _, _ = env.step(np.array([POLICIES.index(order)], np.int32))
+        assert terminated[0] == (step == len(drawn) - 1)
+    assert env.last_start_times(0).tolist() == [starts[j.id] for j in jobs]
+
+
+@pytest.mark.parametrize("wait", [False, True])
+def test_slot_k_shows_order_ks_pick(trace, wait):
+    # Without backfilling the scans' order does not matter: an environment that picks the job
+    # order k ranks first (the ranks: F1's feature 10, then SJF, WFP3, UNICEP, SJBF; FCFS's
+    # is slot 0) stays in the same state as the one that takes order k.
+    options = dict(history=True, heuristic_ranks=True, wait=wait, seed=11)
+    orders = VecSchedulingEnv(trace, 1, WINDOW, 32, "none", order_actions=True, **options)
+    jobs = VecSchedulingEnv(trace, 1, WINDOW, 32, "none", **options)
+    seen, _ = orders.reset()
+    shown, _ = jobs.reset()
+    width, _ = feature_widths(True, heuristic_ranks=True)
+    assert seen["jobs"].shape[2] == width + len(ORDER_ACTIONS)
+    ranks = [10, *range(width - 4, width)]  # F1's and the rank features, in the order below
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        rows = shown["jobs"][0]
+        visible = int(shown["action_mask"][0][:32].sum())
+        picks = {"fcfs": 0}
+        for order, column in zip(["f1", "sjf", "wfp3", "unicep", "sjbf"], ranks):
+            picks[order] = int(np.flatnonzero(rows[:visible, column] == 0)[0])
+        for k, order in enumerate(ORDER_ACTIONS):
+            np.testing.assert_array_equal(seen["jobs"][0, k, :width], rows[picks[order]])
+            assert seen["jobs"][0, k, width:].tolist() == [float(k == o) for o in range(6)]
+        assert seen["action_mask"][0][:6].all()
+        if wait:  # the wait slot is the same, after the orders' slots
+            np.testing.assert_array_equal(seen["jobs"][0, 6, :width], shown["jobs"][0, 32])
+            assert not seen["jobs"][0, 6, width:].any()
+            assert seen["action_mask"][0][6] == shown["action_mask"][0][32]
+        k = int(rng.integers(6 + wait))
+        waits = k == 6
+        seen = orders.step(np.array([k], np.int32))[0]
+        shown = jobs.step(np.array([32 if waits else picks[ORDER_ACTIONS[k]]], np.int32))[0]
+
+
+def test_order_actions_refuse_what_they_replace(trace):
+    for options in (dict(agent_backfill=True), dict(heuristic_ranks=True, order_picks=True),
+                    dict(teacher="rollout")):  # fmt: skip
+        with pytest.raises(ValueError, match="order_actions"):
+            VecSchedulingEnv(trace, 1, WINDOW, 32, "easy", order_actions=True, **options)
+
+
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        (["  agent_backfill: true"], "'env.order_actions' cannot be used with 'env.agent_"),
+        (["  heuristic_ranks: true", "  order_picks: true"], "with 'env.order_picks'"),
+        (["  teacher: rollout"], "with 'env.teacher' rollout"),
+    ],
+)
+def test_the_config_refuses_them_too(tmp_path, lines, message):
+    file = tmp_path / "c.yaml"
+    file.write_text("\n".join(["env:", "  backfill: easy", "  order_actions: true", *lines]))
+    with pytest.raises(ConfigError, match=message):
+        load_config(file)
