@@ -435,6 +435,7 @@ def observed(config) -> str:
         "heuristic_ranks",
         "order_picks",
         "order_actions",
+        "action_backfills",
         "fit_times",
         "agent_backfill",
         "wait",

@@ -100,6 +100,7 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
                      const std::string& reward, const std::string& baseline, bool dense, bool wait,
                      bool history, bool agent_backfill, bool heuristic_ranks, bool fit_times,
                      const std::string& teacher, size_t teacher_jobs, bool order_actions,
+                     const std::vector<std::string>& action_backfills,
                      const std::vector<uint64_t>& seeds) {
   ddppo::Workload w = workload(id, submit, runtime, requested_time, procs, user);
   if (user_index.shape(0) != w.size)
@@ -111,6 +112,8 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
   if (teacher_jobs > 0 && teacher != "best")
     throw std::invalid_argument("teacher_jobs chooses the best heuristic: it needs teacher 'best'");
   const bool fixed_baseline = baseline != "none" && baseline != "best";
+  std::vector<ddppo::Backfill> backfills;
+  for (const std::string& name : action_backfills) backfills.push_back(ddppo::parse_backfill(name));
   ddppo::EnvConfig config{
       machine_procs,
       window_jobs,
@@ -131,7 +134,8 @@ PyBatchEnv* make_env(Column<int64_t> id, Column<double> submit, Column<double> r
       agent_backfill,
       heuristic_ranks,
       fit_times,
-      order_actions};
+      order_actions,
+      backfills};
   std::vector<nb::object> keep;
   for (nb::handle h : {nb::cast(id), nb::cast(submit), nb::cast(runtime), nb::cast(requested_time),
                        nb::cast(procs), nb::cast(user), nb::cast(user_index)})
@@ -188,7 +192,7 @@ NB_MODULE(_core, m) {
            "user"_a, "user_index"_a, "users"_a, "machine_procs"_a, "window_jobs"_a, "max_queue"_a,
            "policy"_a, "backfill"_a, "estimate"_a, "reward"_a, "baseline"_a, "dense"_a, "wait"_a,
            "history"_a, "agent_backfill"_a, "heuristic_ranks"_a, "fit_times"_a, "teacher"_a,
-           "teacher_jobs"_a, "order_actions"_a, "seeds"_a)
+           "teacher_jobs"_a, "order_actions"_a, "action_backfills"_a, "seeds"_a)
       .def("__len__", [](const PyBatchEnv& e) { return e.env.size(); })
       .def_prop_ro("slots", [](const PyBatchEnv& e) { return e.env.slots(); })
       .def_prop_ro("job_features", [](const PyBatchEnv& e) { return e.env.job_features(); })

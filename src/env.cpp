@@ -31,6 +31,15 @@ Reward parse_reward(const std::string& name) {
 BatchEnv::BatchEnv(const Workload& w, Accounts accounts, EnvConfig config,
                    const std::vector<uint64_t>& seeds)
     : w_(w), accounts_(accounts), config_(config) {
+  backfills_ = config_.order_actions && !config_.action_backfills.empty()
+                   ? config_.action_backfills
+                   : std::vector<Backfill>{config_.backfill};
+  if (std::find(backfills_.begin(), backfills_.end(), config_.backfill) == backfills_.end())
+    throw std::invalid_argument("the action backfills must hold the environment's backfill");
+  for (size_t k = 1; k < backfills_.size(); ++k)
+    if (std::find(backfills_.begin(), backfills_.begin() + k, backfills_[k]) !=
+        backfills_.begin() + k)
+      throw std::invalid_argument("an action backfill is listed twice");
   if (config_.window_jobs == 0 || config_.window_jobs > w_.size)
     throw std::invalid_argument("episodes of " + std::to_string(config_.window_jobs) +
                                 " jobs do not fit a trace of " + std::to_string(w_.size));
@@ -70,6 +79,10 @@ void BatchEnv::start_window(Env& e, size_t begin) {
   if (tracks_history()) start_history(e);
   start_constants(e);
   e.teacher = config_.policy;
+  e.teacher_rule =
+      (std::find(backfills_.begin(), backfills_.end(), config_.backfill) - backfills_.begin()) *
+          kHeuristics.size() +
+      (std::find(kHeuristics.begin(), kHeuristics.end(), config_.policy) - kHeuristics.begin());
   e.best_bsld = std::numeric_limits<double>::quiet_NaN();
   e.baseline_bsld = std::numeric_limits<double>::quiet_NaN();
   if (config_.teacher == Teacher::kBest || config_.baseline_best) run_heuristics(e);
@@ -103,16 +116,16 @@ void BatchEnv::start_constants(Env& e) const {
   for (std::vector<Ranked>& order : e.ranked) order.clear();
 }
 
-// Every heuristic order's run on jobs [begin, end) as the simulator runs it (its own order
-// for the picks and the scans), with the environment's backfill and estimate: the one with
-// the lowest avg bsld (ties: the first of kHeuristics).
-std::pair<Policy, Metrics> BatchEnv::best_heuristic(size_t begin, size_t end) const {
-  std::pair<Policy, Metrics> best;
-  for (Policy p : kHeuristics) {
-    Simulator heuristic(w_, begin, end, config_.machine_procs, p, config_.backfill,
+// Every rule's run on jobs [begin, end) as the simulator runs it (its order for the picks
+// and the scans, its backfill), with the environment's estimate: the one with the lowest avg
+// bsld (ties: the first rule).
+std::pair<size_t, Metrics> BatchEnv::best_heuristic(size_t begin, size_t end) const {
+  std::pair<size_t, Metrics> best;
+  for (size_t k = 0; k < rules(); ++k) {
+    Simulator heuristic(w_, begin, end, config_.machine_procs, rule(k).order, rule(k).backfill,
                         config_.estimate);
     const Metrics m = compute_metrics(w_, begin, heuristic.run(), config_.machine_procs);
-    if (p == kHeuristics[0] || m.avg_bsld < best.second.avg_bsld) best = {p, m};
+    if (k == 0 || m.avg_bsld < best.second.avg_bsld) best = {k, m};
   }
   return best;
 }
@@ -121,11 +134,12 @@ std::pair<Policy, Metrics> BatchEnv::best_heuristic(size_t begin, size_t end) co
 // `teacher: best`, unless `teacher_jobs` makes that the best on a longer stretch of jobs.
 void BatchEnv::run_heuristics(Env& e) {
   const auto [best, m] = best_heuristic(e.begin, e.begin + config_.window_jobs);
-  e.best = best, e.best_bsld = m.avg_bsld;
+  e.best = rule(best).order, e.best_bsld = m.avg_bsld;
   if (config_.baseline_best) e.baseline_reward = reward_of(m), e.baseline_bsld = m.avg_bsld;
   if (config_.teacher != Teacher::kBest) return;
   const size_t end = e.begin + std::min(config_.teacher_jobs, w_.size - e.begin);
-  e.teacher = end > e.begin + config_.window_jobs ? best_heuristic(e.begin, end).first : best;
+  e.teacher_rule = end > e.begin + config_.window_jobs ? best_heuristic(e.begin, end).first : best;
+  e.teacher = rule(e.teacher_rule).order;
 }
 
 void BatchEnv::begin_at(size_t i, size_t start) {
@@ -181,12 +195,12 @@ void BatchEnv::act(Env& e, int32_t action) const {
   } else if (config_.wait && action == static_cast<int32_t>(choice_slots()) && s.can_wait()) {
     s.wait();
   } else if (config_.order_actions) {
-    // Any other action (a masked wait) is order 0's, as a slot without a job is slot 0.
-    const bool order = action >= 0 && static_cast<size_t>(action) < kHeuristics.size();
-    const Policy p = kHeuristics[order ? action : 0];
-    const int32_t position = lowest_position(e, p);
+    // Any other action (a masked wait) is rule 0's, as a slot without a job is slot 0.
+    const bool named = action >= 0 && static_cast<size_t>(action) < rules();
+    const Rule r = rule(named ? action : 0);
+    const int32_t position = lowest_position(e, r.order);
     picked = s.waiting()[position];
-    s.set_order(p);
+    s.set_rule(r.order, r.backfill);
     s.pick_at(position);
   } else {
     const size_t position = job_slot ? action : 0;
@@ -355,15 +369,19 @@ void BatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
   f[8] = log_time(gap);
 }
 
-// Slot k shows order k's pick among the visible jobs: that job's row, with 1 in the order's
-// own column (the last kHeuristics.size() ones), so that orders picking the same job differ.
+// Slot k shows rule k's pick among the visible jobs: that job's row, with 1 in its order's
+// column (the first of the last rule_features()) and in its backfill's (after them, with
+// several), so that rules picking the same job differ.
 void BatchEnv::observe_orders(Env& e, float* jobs, uint8_t* mask) const {
   if (e.sim->waiting().empty()) return;
-  const size_t F = job_features(), own = F - kHeuristics.size();
-  for (size_t k = 0; k < kHeuristics.size(); ++k) {
-    const float* row = e.rows.data() + lowest_position(e, kHeuristics[k]) * F;
+  const size_t F = job_features(), own = F - rule_features(), orders = kHeuristics.size();
+  std::array<int32_t, kHeuristics.size()> picks;
+  for (size_t p = 0; p < orders; ++p) picks[p] = lowest_position(e, kHeuristics[p]);
+  for (size_t k = 0; k < rules(); ++k) {
+    const float* row = e.rows.data() + picks[k % orders] * F;
     std::copy(row, row + F, jobs + k * F);
-    jobs[k * F + own + k] = 1.0f;
+    jobs[k * F + own + k % orders] = 1.0f;
+    if (backfills_.size() > 1) jobs[k * F + own + orders + k / orders] = 1.0f;
     mask[k] = 1;
   }
 }
@@ -628,8 +646,7 @@ void BatchEnv::heuristic_actions(int32_t* actions) const {
     const Env& e = envs_[i];
     const Simulator& s = *e.sim;
     if (config_.order_actions)
-      actions[i] = static_cast<int32_t>(
-          std::find(kHeuristics.begin(), kHeuristics.end(), e.teacher) - kHeuristics.begin());
+      actions[i] = static_cast<int32_t>(e.teacher_rule);
     else if (config_.teacher == Teacher::kRollout)
       actions[i] = rollout_action(e);
     else if (e.teacher == config_.policy)

@@ -46,6 +46,11 @@ constexpr size_t kFitJobFeatures = 1;
 // Every heuristic order, in the order that breaks ties between equal runs (`best`).
 constexpr std::array<Policy, 6> kHeuristics = {Policy::kFcfs,   Policy::kSjf, Policy::kWfp3,
                                                Policy::kUnicep, Policy::kF1,  Policy::kSjbf};
+// A heuristic rule: an order, and the backfill whose scans follow it.
+struct Rule {
+  Policy order;
+  Backfill backfill;
+};
 // Whose picks heuristic_actions() gives (docs/environment.md, "Teachers").
 enum class Teacher { kPolicy, kBest, kRollout };
 constexpr size_t kSizeClasses = 4;        // procs <= 1/8, 1/4, 1/2 of the machine, larger
@@ -88,10 +93,12 @@ struct EnvConfig {
   bool heuristic_ranks = false;
   // Adds each job's time until it fits on the running jobs' requests (after the ranks).
   bool fit_times = false;
-  // An action is a heuristic order of kHeuristics: its pick among the visible jobs starts or
-  // is committed, and the backfill scans follow it until the next decision; slot k shows
-  // order k's pick (docs/environment.md, "Order actions").
+  // An action is a rule, an order of kHeuristics with a backfill of action_backfills (empty:
+  // `backfill`): the order's pick among the visible jobs starts or is committed, and the
+  // backfill scans are the rule's until the next decision; slot k shows rule k's pick
+  // (docs/environment.md, "Order actions").
   bool order_actions = false;
+  std::vector<Backfill> action_backfills;
 };
 
 // Per-job dense user ids (0-based), for the per-user features; a job the log gives no user
@@ -122,14 +129,18 @@ class BatchEnv {
   // and with `wait` or `agent_backfill` one more, which starts nothing until the next event
   // (the wait at a pick, the stop at a backfill decision).
   size_t slots() const { return choice_slots() + (config_.wait || config_.agent_backfill ? 1 : 0); }
-  size_t choice_slots() const {
-    return config_.order_actions ? kHeuristics.size() : config_.max_queue;
-  }
+  size_t choice_slots() const { return config_.order_actions ? rules() : config_.max_queue; }
   size_t job_features() const {
     return kJobFeatures + (config_.history ? kHistoryJobFeatures : 0) +
            (config_.heuristic_ranks ? kRankJobFeatures : 0) +
            (config_.fit_times ? kFitJobFeatures : 0) +
-           (config_.order_actions ? kHeuristics.size() : 0);
+           (config_.order_actions ? rule_features() : 0);
+  }
+  // The rules of the actions (with order_actions) and of the best heuristic: rule k is order
+  // k % 6 of kHeuristics with backfill k / 6 of backfills_.
+  size_t rules() const { return kHeuristics.size() * backfills_.size(); }
+  Rule rule(size_t k) const {
+    return {kHeuristics[k % kHeuristics.size()], backfills_[k / kHeuristics.size()]};
   }
   size_t cluster_features() const {
     return kClusterFeatures + (config_.history ? kHistoryClusterFeatures : 0) +
@@ -207,6 +218,7 @@ class BatchEnv {
     double baseline_bsld = std::numeric_limits<double>::quiet_NaN();       // and its avg bsld
     double last_baseline_bsld = std::numeric_limits<double>::quiet_NaN();  // the last episode's
     Policy teacher = Policy::kFcfs;    // heuristic_actions()'s heuristic in this episode
+    size_t teacher_rule = 0;           // and its rule, with order actions
     Policy best = Policy::kFcfs;       // the window's best heuristic, when it is run
     double best_bsld = 0;              // its avg bsld (NaN when not run)
     Policy last_best = Policy::kFcfs;  // best and best_bsld of the last finished episode
@@ -233,8 +245,12 @@ class BatchEnv {
   void start_window(Env& e, size_t begin);
   void start_constants(Env& e) const;
   void run_heuristics(Env& e);
-  // The heuristic order of the lowest avg bsld on jobs [begin, end) and that run's metrics.
-  std::pair<Policy, Metrics> best_heuristic(size_t begin, size_t end) const;
+  // The rule of the lowest avg bsld on jobs [begin, end) and that run's metrics.
+  std::pair<size_t, Metrics> best_heuristic(size_t begin, size_t end) const;
+  // With order actions, one per order, and one per backfill when there are several.
+  size_t rule_features() const {
+    return kHeuristics.size() + (backfills_.size() > 1 ? backfills_.size() : 0);
+  }
   // The history is kept for its features, and for SJBF's EASY++ predictions (ranks, teacher,
   // order actions).
   bool tracks_history() const {
@@ -267,6 +283,7 @@ class BatchEnv {
   Workload w_;
   Accounts accounts_;
   EnvConfig config_;
+  std::vector<Backfill> backfills_;  // the rules': action_backfills, or `backfill`
   std::vector<Env> envs_;
 };
 

@@ -27,7 +27,7 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
       free_(machine_procs),
       next_arrival_(begin),
       agent_backfill_(agent.backfill),
-      any_order_(agent.orders) {
+      any_rule_(agent.rules) {
   if (machine_ <= 0) throw std::invalid_argument("machine size must be positive");
   if (begin_ > end_) throw std::invalid_argument("window start is past the end of the trace");
   start_.assign(end_ - begin_, kNotStarted);
@@ -47,9 +47,9 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
       throw std::invalid_argument("jobs are not ordered by submit time");
     cached_[j - begin_] = cached_of(j);
   }
-  // With order actions, SJBF may become the order at any decision: its predictions need the
+  // With rule actions, SJBF may become the order at any decision: its predictions need the
   // whole history.
-  if (policy_ == Policy::kSjbf || estimate_ == Estimate::kPredicted || any_order_)
+  if (policy_ == Policy::kSjbf || estimate_ == Estimate::kPredicted || any_rule_)
     predictions_.emplace(w_, begin_, end_, estimate_ == Estimate::kPredicted);
   make_index();
   now_ = begin_ < end_ ? w_.submit[begin_] : 0;
@@ -78,13 +78,14 @@ void Simulator::make_index() {
                     w_.submit, cached_.data(), begin_, end_);
 }
 
-// The waiting jobs are indexed again in order p; what the conservative scans keep from one
-// scan to the next (the order of the waiting jobs, the plan) was the old order's.
-void Simulator::set_order(Policy p) {
-  if (!any_order_ || done_ || committed_ >= 0)
-    throw std::logic_error("the order changes only at a decision, with order actions");
-  if (p == policy_) return;
+// The waiting jobs are indexed again for order p and backfill b; what the conservative scans
+// keep from one scan to the next (the order of the waiting jobs, the plan) was the old rule's.
+void Simulator::set_rule(Policy p, Backfill b) {
+  if (!any_rule_ || done_ || committed_ >= 0)
+    throw std::logic_error("the rule changes only at a decision, with rule actions");
+  if (p == policy_ && b == backfill_) return;
   policy_ = p;
+  backfill_ = b;
   for (size_t j = begin_; j < end_; ++j) cached_[j - begin_] = cached_of(j);
   make_index();
   for (int32_t j : waiting()) {

@@ -33,7 +33,7 @@ inline uint64_t ordered_bits(double x) {
 // What the RL environment decides besides the picks (docs/simulation.md, "Decision model").
 struct AgentChoices {
   bool backfill = false;  // the jobs a backfill scan starts (env.agent_backfill)
-  bool orders = false;    // the order of the backfill scans, at each decision (env.order_actions)
+  bool rules = false;     // the backfill and its order, at each decision (env.order_actions)
 };
 
 class Simulator {
@@ -71,11 +71,10 @@ class Simulator {
   double next_event() const;
   bool can_wait() const { return !done_ && committed_ < 0 && std::isfinite(next_event()); }
   void wait();
-  // The RL environment's order actions (docs/simulation.md, "Decision model"): with
-  // `agent.orders`, at a decision, the backfill scans from now on follow order p (and so do
-  // heuristic_position() and run()'s picks).
-  Policy order() const { return policy_; }
-  void set_order(Policy p);
+  // The RL environment's rule actions (docs/simulation.md, "Decision model"): with
+  // `agent.rules`, at a decision, the backfill scans from now on are b's in order p (and
+  // heuristic_position() and run()'s picks follow p).
+  void set_rule(Policy p, Backfill b);
 
   // The RL environment's agent backfilling (docs/simulation.md, "Decision model"): with
   // `agent_backfill`, a backfill scan that could start a job stops at a backfill decision
@@ -314,7 +313,7 @@ class Simulator {
   // Agent backfilling: whether the simulator stands at a backfill decision, its shadow, and
   // (conservative) per job the last decision at which it was allowed.
   bool agent_backfill_;
-  bool any_order_;  // set_order() may change policy_
+  bool any_rule_;  // set_rule() may change policy_ and backfill_
   bool backfilling_ = false;
   Shadow shadow_{0, 0};
   std::vector<uint32_t> allowed_;

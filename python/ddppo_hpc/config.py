@@ -101,6 +101,9 @@ class EnvConfig:
     # committed and the backfill scans follow it until the next decision, so following one
     # order is that order's run (docs/environment.md, "Order actions")
     order_actions: bool = False
+    # with order_actions: the backfills an action may name with its order ([]: env.backfill
+    # alone), e.g. [easy, conservative]: 12 actions, every order x backfill reachable exactly
+    action_backfills: list = field(default_factory=list)
 
 
 @dataclass
@@ -229,6 +232,16 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
+def action_backfills_problem(value: object) -> str | None:
+    """What is wrong with `value` as `env.action_backfills`: a list of distinct backfills."""
+    known = ("none", "easy", "conservative")
+    if not isinstance(value, list) or any(b not in known for b in value):
+        return f"must be a list of backfills ({', '.join(known)}), not {value!r}"
+    if len(set(value)) < len(value):
+        return f"lists a backfill twice: {value!r}"
+    return None
+
+
 CHOICES = {
     ("env", "backfill"): ("none", "easy", "conservative"),
     ("env", "reward"): ("bsld", "wait", "utilization", "fairshare"),
@@ -272,6 +285,7 @@ CHECKED = {
     ("data", "trace"): source_problem,
     ("data", "split"): split_problem,
     ("data", "load_scale"): load_scale_problem,
+    ("env", "action_backfills"): action_backfills_problem,
 }
 # What `--resume` may change: how long and how fast the run learns from here, its
 # checkpoints, device and evaluation, and the distribution (dist.*). Every other key shapes
@@ -365,6 +379,14 @@ def _validate(config: TrainConfig) -> None:
     for key in ("order_picks", "agent_backfill"):
         if config.env.order_actions and getattr(config.env, key):
             raise ConfigError(f"'env.order_actions' cannot be used with 'env.{key}'")
+    backfills = config.env.action_backfills
+    if backfills and not config.env.order_actions:
+        raise ConfigError("'env.action_backfills' needs 'env.order_actions' true")
+    if backfills and config.env.backfill not in backfills:
+        raise ConfigError(
+            f"'env.action_backfills' ({', '.join(backfills)}) must hold 'env.backfill'"
+            f" ({config.env.backfill}), the backfill before the first decision"
+        )
     if config.env.order_actions and config.env.teacher == "rollout":
         raise ConfigError("'env.order_actions' cannot be used with 'env.teacher' rollout")
     if config.env.agent_backfill and config.env.backfill == "none":

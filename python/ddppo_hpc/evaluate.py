@@ -103,6 +103,7 @@ def run_policy(
             fit_times=options.fit_times,
             order_picks=options.order_picks,
             order_actions=options.order_actions,
+            action_backfills=tuple(options.action_backfills),
         )
         env.reset()
         obs = env.begin_at([spans[w][0] for w in windows])
@@ -191,7 +192,12 @@ def trained_policy(loaded: tuple[dict, Path], config: TrainConfig, *features: in
     checkpoint, file = loaded
     env = config.env
     widths = features or feature_widths(
-        env.history, env.agent_backfill, env.heuristic_ranks, env.fit_times, env.order_actions
+        env.history,
+        env.agent_backfill,
+        env.heuristic_ranks,
+        env.fit_times,
+        env.order_actions,
+        len(env.action_backfills),
     )
     model = build_policy(config.policy, *widths)
     problem = weights_problem(model.state_dict(), checkpoint["model"])

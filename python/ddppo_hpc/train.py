@@ -81,6 +81,7 @@ def queue_envs(trace: Trace, n: int, env: EnvConfig, seed: int) -> VecScheduling
         teacher_jobs=env.teacher_jobs,
         order_picks=env.order_picks,
         order_actions=env.order_actions,
+        action_backfills=tuple(env.action_backfills),
     )
 
 

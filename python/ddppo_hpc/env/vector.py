@@ -28,11 +28,14 @@ def feature_widths(
     heuristic_ranks: bool = False,
     fit_times: bool = False,
     order_actions: bool = False,
+    action_backfills: int = 1,
 ) -> tuple[int, int]:
     """(job slot, cluster) feature counts of the observation, with or without `history`,
-    `agent_backfill`, `heuristic_ranks`, `fit_times` and `order_actions`."""
+    `agent_backfill`, `heuristic_ranks`, `fit_times` and `order_actions` (with
+    `action_backfills` backfills to name)."""
     jobs = JOB_FEATURES + HISTORY_JOB_FEATURES * history + RANK_JOB_FEATURES * heuristic_ranks
-    jobs += FIT_JOB_FEATURES * fit_times + len(ORDER_ACTIONS) * order_actions
+    rules = len(ORDER_ACTIONS) + (action_backfills if action_backfills > 1 else 0)
+    jobs += FIT_JOB_FEATURES * fit_times + rules * order_actions
     cluster = CLUSTER_FEATURES + HISTORY_CLUSTER_FEATURES * history
     return jobs, cluster + BACKFILL_CLUSTER_FEATURES * agent_backfill
 
@@ -71,9 +74,11 @@ class VecSchedulingEnv:
     slot also has its rank under SJF, WFP3, UNICEP and SJBF, after the other features; with
     `order_picks` (which needs them) the mask shows only the visible jobs that some order
     picks first (docs/environment.md, "Order picks"). With `order_actions`, an action is a
-    heuristic order (ORDER_ACTIONS): its pick among the visible jobs starts or is committed and
-    the backfill scans follow it until the next decision; slot k shows order k's pick, with a
-    1 in the last columns' k-th (docs/environment.md, "Order actions"). `teacher` is whose picks
+    rule: order k % 6 of ORDER_ACTIONS with backfill k // 6 of `action_backfills` (empty:
+    `backfill`): the order's pick among the visible jobs starts or is committed and the backfill
+    scans are the rule's until the next decision; slot k shows rule k's pick, with a 1 in its
+    order's column (and its backfill's, with several) at the end of the row
+    (docs/environment.md, "Order actions"). `teacher` is whose picks
     heuristic_actions() gives: `policy`'s (`backfill_order`) or, with `best`, those of the
     heuristic order that scores the lowest avg bsld on the episode's window (with
     `teacher_jobs` N longer than it, on the N jobs from its start); `baseline` `best` makes
@@ -106,6 +111,7 @@ class VecSchedulingEnv:
         teacher_jobs: int = 0,
         order_picks: bool = False,
         order_actions: bool = False,
+        action_backfills: tuple[str, ...] = (),
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -145,6 +151,7 @@ class VecSchedulingEnv:
             teacher,
             teacher_jobs,
             order_actions,
+            list(action_backfills),
             [seed + i for i in range(num_envs)],
         )
         self.job_features = self._core.job_features
@@ -158,7 +165,7 @@ class VecSchedulingEnv:
             window_jobs * (1 + 2 * (wait or agent_backfill)),
         )
         # The heuristics never wait or stop.
-        self.teacher_slots = len(ORDER_ACTIONS) if order_actions else max_queue
+        self.teacher_slots = self._core.slots - wait if order_actions else max_queue
 
     def _allocate(self, slots: int, features: int, cluster: int, decisions: int) -> None:
         """The arrays the core writes into (handed to it once), and the log of the current
