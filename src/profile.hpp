@@ -20,7 +20,14 @@ class Profile {
   // any reservation).
   void release(double at, int32_t procs);
   // Whether `procs` are free at the profile's start and over [start, start + duration).
-  bool fits_now(int32_t procs, double duration) const;
+  // Inline: a conservative scan asks it of every job it walks.
+  bool fits_now(int32_t procs, double duration) const {
+    const double until = steps_[0].time + duration;
+    if (steps_[0].free < procs) return false;
+    for (size_t k = 1; k < steps_.size() && steps_[k].time < until; ++k)
+      if (steps_[k].free < procs) return false;
+    return true;
+  }
   // Takes `procs` over [start, start + duration).
   void reserve_now(int32_t procs, double duration);
   // The earliest step start at which `procs` are free at that instant and over all of

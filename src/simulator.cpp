@@ -57,6 +57,9 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   else
     groups_.emplace(policy_ == Policy::kSjbf ? w_.user : nullptr, w_.procs, w_.requested_time,
                     w_.submit, cached_.data(), begin_, end_);
+  if (policy_ == Policy::kSjbf)
+    for (size_t g = 0; g < groups_->size(); ++g)
+      group_users_.push_back(predictions_->history().user_index(groups_->first_of(g)));
   now_ = begin_ < end_ ? w_.submit[begin_] : 0;
   settle();
 }
@@ -121,7 +124,7 @@ int32_t Simulator::pick_heuristic() const {
         return unicep_score(groups_->oldest_submit(g), groups_->cached_of(g));
       });
     default:
-      return lowest([this](size_t, int32_t j) { return sjbf_score(j); });
+      return lowest([this](size_t g, int32_t) { return sjbf_score_of(g); });
   }
 }
 
