@@ -413,10 +413,13 @@ inline bool Simulator::passed_over(int32_t j) {
   const int32_t procs = w_.procs[j];
   if (procs_runs_.size() <= static_cast<size_t>(procs)) procs_runs_.resize(procs + 1);
   ProcsRuns& k = procs_runs_[procs];
-  if (k.scan != scan_ || k.changes != profile_.changes() || k.until != exact_until_) {
-    k.scan = scan_, k.changes = profile_.changes(), k.until = exact_until_;
+  // near_until_ is the same through a scan, which resets the profile.
+  if (k.until != exact_until_ || k.fitted != (procs <= free_) ||
+      !profile_.same_runs(procs, k.changes)) {
+    k.until = exact_until_, k.fitted = procs <= free_;
     k.runs = profile_.runs(procs, free_, near_until_, exact_until_);
   }
+  k.changes = profile_.changes();
   if (estimate(j) <= near_limit(k.runs.within)) return false;
   exact_until_ = std::min(exact_until_, k.runs.beyond);
   return true;

@@ -11,12 +11,13 @@ namespace ddppo {
 void Profile::reset(double now, int32_t free) {
   steps_.assign(1, {now, free});
   ++resets_, ++changes_;
+  taken_.clear(), reset_at_ = changes_;
 }
 
 bool Profile::move_start(double now) {
   if (steps_.size() > 1 && steps_[1].time <= now) return false;
   steps_[0].time = now;
-  ++changes_;
+  taken_.clear(), reset_at_ = ++changes_;
   return true;
 }
 
@@ -105,7 +106,12 @@ inline void Profile::take(size_t first, size_t next, double until, int32_t procs
   ++changes_;
   if (next == steps_.size() || steps_[next].time != until)
     steps_.insert(steps_.begin() + next, {until, steps_[next - 1].free});
-  for (size_t i = first; i < next; ++i) steps_[i].free -= procs;
+  Taken t{std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()};
+  for (size_t i = first; i < next; ++i) {
+    t.most = std::max(t.most, steps_[i].free);
+    t.least = std::min(t.least, steps_[i].free -= procs);
+  }
+  taken_.push_back(t);
   // A breakpoint between equal values is no rise and starts no job: drop it.
   if (steps_[next].free == steps_[next - 1].free) steps_.erase(steps_.begin() + next);
   if (first > 0 && steps_[first].free == steps_[first - 1].free)

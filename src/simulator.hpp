@@ -284,12 +284,13 @@ class Simulator {
     size_t covered_from = 0, covered_slot = 0;
   };
   std::vector<NearClass> near_;
-  // passed_over()'s, per procs: the runs as of scan, profile_.changes() and exact_until_.
+  // passed_over()'s, per procs: the runs as of profile_.changes(), exact_until_ and whether
+  // the procs fitted free_.
   struct ProcsRuns {
     Profile::Runs runs{0, 0};
-    uint32_t scan = 0;
     uint64_t changes = 0;
     double until = 0;
+    bool fitted = false;
   };
   std::vector<ProcsRuns> procs_runs_;
   // plan_by_groups()'s: per group, the last scan at which it fitted now; the groups that
