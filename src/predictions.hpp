@@ -32,11 +32,15 @@ class UserHistory {
   // p(J, t) with the history as it stands at t: the request without history, else the mean
   // of the last two runtimes (or the only one) capped by the request.
   double predict(int32_t job) const {
-    const double request = w_.requested_time[job];
-    const int32_t u = user_[job - begin_];
+    return predict_for(user_[job - begin_], w_.requested_time[job]);
+  }
+  // The same for a job of user u (user_index(), -1 if unknown) and this request: a group of
+  // waiting jobs with one user and one request is predicted without reading their rows.
+  double predict_for(int32_t u, double request) const {
     if (u < 0 || users_[u].count == 0) return request;
     return std::min(users_[u].mean, request);
   }
+  int32_t user_index(int32_t job) const { return user_[job - begin_]; }
   // The completed jobs that predict(job) averages: how many (0 to 2), and the i-th most
   // recent of them (i < recent_count(job)).
   int recent_count(int32_t job) const {
@@ -93,6 +97,9 @@ class Predictions {
  public:
   Predictions(const Workload& w, size_t begin, size_t end, bool track_ends);
   double predict(int32_t job) const { return history_.predict(job); }
+  double predict_for(int32_t user, double request) const {
+    return history_.predict_for(user, request);
+  }
   // Job `job` starts at `now` (its p_run is fixed now).
   void start(int32_t job, double now);
   // Time has come to `now`: runtime-0 jobs started before now join the history (those

@@ -4,17 +4,20 @@
 #include <iterator>
 #include <limits>
 
+// earliest(), at_or_after() and take() are `inline` to be inlined into the calls a scan makes
+// (see src/conservative_backfill.cpp).
 namespace ddppo {
 
 void Profile::reset(double now, int32_t free) {
   steps_.assign(1, {now, free});
   ++resets_, ++changes_;
+  taken_.clear(), reset_at_ = changes_;
 }
 
 bool Profile::move_start(double now) {
   if (steps_.size() > 1 && steps_[1].time <= now) return false;
   steps_[0].time = now;
-  ++changes_;
+  taken_.clear(), reset_at_ = ++changes_;
   return true;
 }
 
@@ -23,14 +26,6 @@ void Profile::release(double at, int32_t procs) {
     steps_.back().free += procs;
   else
     steps_.push_back({at, steps_.back().free + procs});
-}
-
-bool Profile::fits_now(int32_t procs, double duration) const {
-  double until = steps_[0].time + duration;
-  if (steps_[0].free < procs) return false;
-  for (size_t k = 1; k < steps_.size() && steps_[k].time < until; ++k)
-    if (steps_[k].free < procs) return false;
-  return true;
 }
 
 void Profile::lows(std::vector<Step>& out) const {
@@ -77,7 +72,7 @@ Profile::Runs Profile::runs(int32_t procs, int32_t free, double near, double unt
 // The index of the earliest step from i on where a job fits, and the index of the first step
 // at or after its end from there; the last step, past every running job and reservation, holds any
 // job that fits the machine.
-std::pair<size_t, size_t> Profile::earliest(size_t i, int32_t procs, double duration) const {
+inline std::pair<size_t, size_t> Profile::earliest(size_t i, int32_t procs, double duration) const {
   for (;;) {
     while (steps_[i].free < procs) ++i;
     // Every later step that starts before start + duration must hold procs too; if one
@@ -94,7 +89,7 @@ std::pair<size_t, size_t> Profile::earliest(size_t i, int32_t procs, double dura
 // (LANL-CM5 x0.5 under FCFS: 85% of them within 32 steps of the end of ~930), so the search
 // walks back over the last steps before it bisects the rest: a binary search over the whole
 // profile, its branches mispredicted, was a fifth of the time of a reservation.
-size_t Profile::at_or_after(double t) const {
+inline size_t Profile::at_or_after(double t) const {
   constexpr size_t kWalk = 32;
   size_t end = steps_.size();
   const size_t walked = end > kWalk ? end - kWalk : 0;
@@ -107,11 +102,16 @@ size_t Profile::at_or_after(double t) const {
 
 // Takes procs from step `first` up to `until` (past its start); `next` is the first step at
 // or after `until`.
-void Profile::take(size_t first, size_t next, double until, int32_t procs) {
+inline void Profile::take(size_t first, size_t next, double until, int32_t procs) {
   ++changes_;
   if (next == steps_.size() || steps_[next].time != until)
     steps_.insert(steps_.begin() + next, {until, steps_[next - 1].free});
-  for (size_t i = first; i < next; ++i) steps_[i].free -= procs;
+  Taken t{std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()};
+  for (size_t i = first; i < next; ++i) {
+    t.most = std::max(t.most, steps_[i].free);
+    t.least = std::min(t.least, steps_[i].free -= procs);
+  }
+  taken_.push_back(t);
   // A breakpoint between equal values is no rise and starts no job: drop it.
   if (steps_[next].free == steps_[next - 1].free) steps_.erase(steps_.begin() + next);
   if (first > 0 && steps_[first].free == steps_[first - 1].free)

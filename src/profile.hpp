@@ -20,7 +20,14 @@ class Profile {
   // any reservation).
   void release(double at, int32_t procs);
   // Whether `procs` are free at the profile's start and over [start, start + duration).
-  bool fits_now(int32_t procs, double duration) const;
+  // Inline: a conservative scan asks it of every job it walks.
+  bool fits_now(int32_t procs, double duration) const {
+    const double until = steps_[0].time + duration;
+    if (steps_[0].free < procs) return false;
+    for (size_t k = 1; k < steps_.size() && steps_[k].time < until; ++k)
+      if (steps_[k].free < procs) return false;
+    return true;
+  }
   // Takes `procs` over [start, start + duration).
   void reserve_now(int32_t procs, double duration);
   // The earliest step start at which `procs` are free at that instant and over all of
@@ -54,6 +61,15 @@ class Profile {
   Runs runs(int32_t procs, int32_t free, double near, double until) const;
   // Counts the resets, reservations and moves: equal counts, equal profiles.
   uint64_t changes() const { return changes_; }
+  // Whether the profile, as changes() counted `since`, had at least `procs` free exactly where
+  // it has now: every reservation since left at least procs free where it took procs, or had
+  // fewer than procs there before; so runs(procs, ...) is as it was then.
+  bool same_runs(int32_t procs, uint64_t since) const {
+    if (since < reset_at_) return false;
+    for (size_t i = since - reset_at_; i < taken_.size(); ++i)
+      if (procs > taken_[i].least && procs <= taken_[i].most) return false;
+    return true;
+  }
 
  private:
   size_t at_or_after(double t) const;
@@ -70,6 +86,14 @@ class Profile {
   };
   std::vector<Found> found_;
   uint64_t resets_ = 0, changes_ = 0;
+  // Per change since the last reset (or move, which counts as one), at changes() = reset_at_
+  // + its index + 1: the least free procs it left and the most it found where it took procs
+  // (a move: all procs).
+  struct Taken {
+    int32_t least, most;
+  };
+  std::vector<Taken> taken_;
+  uint64_t reset_at_ = 0;
 };
 
 }  // namespace ddppo

@@ -76,6 +76,10 @@ void Simulator::make_index() {
   else
     groups_.emplace(policy_ == Policy::kSjbf ? w_.user : nullptr, w_.procs, w_.requested_time,
                     w_.submit, cached_.data(), begin_, end_);
+  group_users_.clear();
+  if (policy_ == Policy::kSjbf)
+    for (size_t g = 0; g < groups_->size(); ++g)
+      group_users_.push_back(predictions_->history().user_index(groups_->first_of(g)));
 }
 
 // The waiting jobs are indexed again for order p and backfill b; what the conservative scans
@@ -159,7 +163,7 @@ int32_t Simulator::pick_heuristic() const {
         return unicep_score(groups_->oldest_submit(g), groups_->cached_of(g));
       });
     default:
-      return lowest([this](size_t, int32_t j) { return sjbf_score(j); });
+      return lowest([this](size_t g, int32_t) { return sjbf_score_of(g); });
   }
 }
 

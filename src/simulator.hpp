@@ -169,6 +169,11 @@ class Simulator {
   using Keyed = std::pair<double, int32_t>;  // (rank key, job)
   // Inline: an EASY scan keys and compares every candidate (scan_candidates).
   Keyed keyed(int32_t job) const { return keyed(job, w_.submit[job], cached_[job - begin_]); }
+  // Group g's oldest waiting job j keyed from the group's arrays, not from j's row.
+  Keyed head_keyed(size_t g, int32_t j) const {
+    if (policy_ == Policy::kSjbf) return {sjbf_score_of(g), j};
+    return keyed(j, groups_->oldest_submit(g), groups_->cached_of(g));
+  }
   // The same from the job's submit time and cached_ value, as a group keeps them.
   Keyed keyed(int32_t job, double submit, double cached) const {
     switch (policy_) {
@@ -213,6 +218,10 @@ class Simulator {
     return estimate_ == Estimate::kPredicted ? predictions_->predict(job) : w_.requested_time[job];
   }
   double sjbf_score(int32_t job) const { return at_least_tenth(predictions_->predict(job)); }
+  // The same for every job of SJBF's group g (one user, one request).
+  double sjbf_score_of(size_t g) const {
+    return at_least_tenth(predictions_->predict_for(group_users_[g], groups_->request_of(g)));
+  }
   // The running jobs with their estimated ends (max(., now) gives them at now), by that end.
   const std::vector<Running>& estimated_ends() {
     return estimate_ == Estimate::kPredicted ? predictions_->ends_at(now_) : running_;
@@ -238,6 +247,7 @@ class Simulator {
   mutable size_t stale_ = 0;
   std::optional<WaitingIndex> index_;    // FCFS, SJF and F1's, for picks and EASY scans
   std::optional<WaitingGroups> groups_;  // WFP3, UNICEP and SJBF's, for picks and EASY scans
+  std::vector<int32_t> group_users_;     // SJBF: per group of groups_, its user_index()
   std::vector<Keyed> candidates_;        // an EASY scan's, kept to reuse its memory
   std::vector<Running> running_;         // sorted by start + requested_time
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends_;
@@ -288,12 +298,13 @@ class Simulator {
     size_t covered_from = 0, covered_slot = 0;
   };
   std::vector<NearClass> near_;
-  // passed_over()'s, per procs: the runs as of scan, profile_.changes() and exact_until_.
+  // passed_over()'s, per procs: the runs as of profile_.changes(), exact_until_ and whether
+  // the procs fitted free_.
   struct ProcsRuns {
     Profile::Runs runs{0, 0};
-    uint32_t scan = 0;
     uint64_t changes = 0;
     double until = 0;
+    bool fitted = false;
   };
   std::vector<ProcsRuns> procs_runs_;
   // plan_by_groups()'s: per group, the last scan at which it fitted now; the groups that

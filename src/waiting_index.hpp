@@ -361,14 +361,20 @@ class WaitingGroups {
   template <typename Visit>
   void each_oldest_fitting(int32_t free, int32_t extra, double now, double shadow,
                            Visit visit) const {
-    const size_t anyway = groups_to(std::min(free, extra)), fitting = groups_to(free);
-    for (size_t word = 0; 64 * word < fitting; ++word) {
+    const size_t anyway = groups_to(std::min(free, extra));
+    each_live_to(free, [&](size_t k) {
+      if (k < anyway || now + requests_[k] <= shadow) visit(oldest_[k]);
+    });
+  }
+  // Calls visit(group) for every group with a waiting job and procs <= p, in (procs, request)
+  // order: a walk of the live groups' bits among the first groups_to(p).
+  template <typename Visit>
+  void each_live_to(int32_t p, Visit visit) const {
+    const size_t to = groups_to(p);
+    for (size_t word = 0; 64 * word < to; ++word) {
       uint64_t bits = live_bits_[word];
-      if (64 * word + 64 > fitting) bits &= (uint64_t{1} << (fitting - 64 * word)) - 1;
-      for (; bits; bits &= bits - 1) {
-        const size_t k = 64 * word + __builtin_ctzll(bits);
-        if (k < anyway || now + requests_[k] <= shadow) visit(oldest_[k]);
-      }
+      if (64 * word + 64 > to) bits &= (uint64_t{1} << (to - 64 * word)) - 1;
+      for (; bits; bits &= bits - 1) visit(64 * word + __builtin_ctzll(bits));
     }
   }
   // The oldest waiting job of j's group, -1 if none.
@@ -383,6 +389,7 @@ class WaitingGroups {
   double oldest_submit(size_t group) const { return oldest_submit_[group]; }
   double cached_of(size_t group) const { return cached_[group]; }
   double request_of(size_t group) const { return requests_[group]; }
+  int32_t first_of(size_t group) const { return groups_[group].jobs[0]; }
   int32_t oldest_of(size_t group) const {
     return live_bits_[group / 64] >> (group % 64) & 1 ? oldest_[group] : -1;
   }

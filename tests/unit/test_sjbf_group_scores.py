@@ -1,0 +1,53 @@
+"""SJBF scores a group of waiting jobs (one user, procs and request) once, from its user's
+history and its request, not from each job's row (issue 17). Hand cases where two groups
+differ only in their user: user 1's last job ran 10 s, user 2's 50 s, so user 1's waiting job
+goes first although user 2's comes first in index order; with a user's history taken for
+another's, both would be predicted alike and user 2's would go first."""
+
+import pytest
+from reference_sim import Job, simulate
+from simhelpers import trace_of
+
+from ddppo_hpc.sim import simulate as simulate_cpp
+
+
+def starts(jobs, procs, policy, backfill):
+    trace = trace_of(jobs, procs)
+    result = simulate_cpp(trace, policy, backfill)
+    return dict(zip(trace.id.tolist(), result.start_time.tolist()))
+
+
+def test_the_pick_predicts_each_group_from_its_own_user():
+    # 2 procs. Jobs 1 (user 1, 10 s) and 2 (user 2, 50 s) run from 0; job 3 (2 procs) waits
+    # for both and runs on [50, 150). Jobs 4 (user 2) and 5 (user 1), 2 procs and 100 s
+    # requested each, wait from 60: at 150 SJBF picks job 5 (predicted 10 s), then job 4.
+    jobs = [
+        Job(1, 0.0, 10.0, 1, 100.0, 1),
+        Job(2, 0.0, 50.0, 1, 100.0, 2),
+        Job(3, 1.0, 100.0, 2, 100.0, 3),
+        Job(4, 60.0, 5.0, 2, 100.0, 2),
+        Job(5, 60.0, 5.0, 2, 100.0, 1),
+    ]
+    expected = {1: 0.0, 2: 0.0, 3: 50.0, 4: 155.0, 5: 150.0}
+    assert simulate(jobs, 2, "sjbf", "none") == expected
+    assert starts(jobs, 2, "sjbf", "none") == expected
+
+
+@pytest.mark.parametrize("backfill", ("easy", "conservative"))
+def test_a_backfill_scan_predicts_each_group_from_its_own_user(backfill):
+    # 4 procs. Jobs 1 (user 1, 10 s), 2 (user 2, 50 s) and 3 (2 procs to 200) run from 0.
+    # Job 4 (4 procs, predicted 1 s: no history) is picked at 55 and waits for 200. Jobs 5
+    # (user 2) and 6 (user 1), 2 procs and 100 s requested each, arrive at 56, where 2 procs
+    # are free until 200: the scan starts job 6 (predicted 10 s) first, and job 5 when job 6
+    # ends at 61.
+    jobs = [
+        Job(1, 0.0, 10.0, 1, 100.0, 1),
+        Job(2, 0.0, 50.0, 1, 100.0, 2),
+        Job(3, 0.0, 200.0, 2, 200.0, 3),
+        Job(4, 55.0, 1.0, 4, 1.0, 4),
+        Job(5, 56.0, 5.0, 2, 100.0, 2),
+        Job(6, 56.0, 5.0, 2, 100.0, 1),
+    ]
+    expected = {1: 0.0, 2: 0.0, 3: 0.0, 4: 200.0, 5: 61.0, 6: 56.0}
+    assert simulate(jobs, 4, "sjbf", backfill) == expected
+    assert starts(jobs, 4, "sjbf", backfill) == expected
