@@ -14,6 +14,7 @@ from reference_sim import Job
 from ddppo_hpc.data import convert
 from ddppo_hpc.data.gpu import ALIBABA_NODES_HEADER, ALIBABA_PODS_HEADER
 from ddppo_hpc.data.trace import Trace
+from ddppo_hpc.sim import simulate
 
 
 def trace_of(jobs: list[Job], machine_procs: int) -> Trace:
@@ -30,6 +31,28 @@ def trace_of(jobs: list[Job], machine_procs: int) -> Trace:
         queue=np.full(len(jobs), -1, dtype=np.int64),
         machine_procs=machine_procs,
     )
+
+
+def cpp_starts(jobs: list[Job], machine_procs: int, policy: str, backfill: str) -> dict:
+    """The C++ simulator's start time of each job, by id (the reference's format)."""
+    trace = trace_of(jobs, machine_procs)
+    result = simulate(trace, policy, backfill)
+    return dict(zip(trace.id.tolist(), result.start_time.tolist()))
+
+
+def random_jobs(rng: np.random.Generator, n: int, machine_procs: int) -> list[Job]:
+    """Ties in submit, runtimes of 0 and past their request, three users, sizes up to the
+    machine."""
+    submit = np.cumsum(rng.integers(0, 6, n))
+    runtime = rng.integers(0, 40, n)
+    request = np.maximum(runtime + rng.integers(-5, 30, n), 0)
+    procs = rng.integers(1, machine_procs + 1, n)
+    user = rng.integers(0, 3, n)
+    return [
+        Job(i + 1, float(submit[i]), float(runtime[i]), int(procs[i]), float(request[i]),
+            int(user[i]))
+        for i in range(n)
+    ]  # fmt: skip
 
 
 @st.composite

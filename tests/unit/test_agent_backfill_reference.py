@@ -7,8 +7,8 @@ with the EASY++ predictions as estimates."""
 import numpy as np
 import pytest
 import reference_sim
-from reference_sim import Job, _earliest_start, _profile, _shadow_time
-from simhelpers import trace_of
+from reference_sim import _earliest_start, _profile, _shadow_time
+from simhelpers import random_jobs, trace_of
 
 from ddppo_hpc.env import VecSchedulingEnv
 from ddppo_hpc.sim import ESTIMATES, POLICIES
@@ -60,20 +60,6 @@ class AgentReference(reference_sim._Sim):
             self.start(job, t)
 
 
-def random_jobs(rng, n=40):
-    """Ties in submit, runtimes of 0, runtimes past their request, sizes up to the machine."""
-    submit = np.cumsum(rng.integers(0, 6, n))
-    runtime = rng.integers(0, 40, n)
-    request = np.maximum(runtime + rng.integers(-5, 30, n), 0)
-    procs = rng.integers(1, MACHINE + 1, n)
-    user = rng.integers(0, 3, n)
-    return [
-        Job(i + 1, float(submit[i]), float(runtime[i]), int(procs[i]), float(request[i]),
-            int(user[i]))
-        for i in range(n)
-    ]  # fmt: skip
-
-
 def reference_decisions(jobs, policy, backfill, estimate, rng, monkeypatch):
     """The reference's start times and its decisions in order: (mask over the waiting jobs
     in queue order, True for a backfill decision, the slot chosen or STOP)."""
@@ -104,7 +90,7 @@ def reference_decisions(jobs, policy, backfill, estimate, rng, monkeypatch):
 @pytest.mark.parametrize("policy", POLICIES)
 def test_random_decisions_match_the_reference(policy, backfill, estimate, seed, monkeypatch):
     rng = np.random.default_rng(seed)
-    jobs = random_jobs(rng)
+    jobs = random_jobs(rng, 40, MACHINE)
     expected, decisions = reference_decisions(jobs, policy, backfill, estimate, rng, monkeypatch)
     k = len(jobs)  # every waiting job is visible
     env = VecSchedulingEnv(trace_of(jobs, MACHINE), 1, k, k, backfill, policy,

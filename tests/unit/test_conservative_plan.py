@@ -3,15 +3,7 @@ where a plan made earlier no longer is the one a scan from scratch makes, so the
 made again."""
 
 from reference_sim import Job, simulate
-from simhelpers import trace_of
-
-from ddppo_hpc.sim import simulate as simulate_cpp
-
-
-def starts(jobs, machine):
-    trace = trace_of(jobs, machine)
-    result = simulate_cpp(trace, "fcfs", "conservative")
-    return dict(zip(trace.id.tolist(), result.start_time.tolist()))
+from simhelpers import cpp_starts
 
 
 def test_a_reservation_at_the_start_moves_with_time():
@@ -28,4 +20,4 @@ def test_a_reservation_at_the_start_moves_with_time():
     ]
     expected = {1: 0.0, 2: 100.0, 3: 105.0, 4: 115.0, 5: 3.0}
     assert simulate(jobs, 4, "fcfs", "conservative") == expected
-    assert starts(jobs, 4) == expected
+    assert cpp_starts(jobs, 4, "fcfs", "conservative") == expected

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import reference_sim
 from reference_sim import Job
-from simhelpers import trace_of
+from simhelpers import random_jobs, trace_of
 
 from ddppo_hpc.config import ConfigError, load_config
 from ddppo_hpc.data.synthetic import generate
@@ -123,26 +123,12 @@ class OrderReference(reference_sim._Sim):
         return self.ordered(self.now)[0]
 
 
-def random_jobs(rng, n=40):
-    """Ties in submit, runtimes of 0 and past their request, three users, sizes to the machine."""
-    submit = np.cumsum(rng.integers(0, 6, n))
-    runtime = rng.integers(0, 40, n)
-    request = np.maximum(runtime + rng.integers(-5, 30, n), 0)
-    procs = rng.integers(1, MACHINE + 1, n)
-    user = rng.integers(0, 3, n)
-    return [
-        Job(i + 1, float(submit[i]), float(runtime[i]), int(procs[i]), float(request[i]),
-            int(user[i]))
-        for i in range(n)
-    ]  # fmt: skip
-
-
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("estimate", ESTIMATES)
 @pytest.mark.parametrize("backfills", [("easy",), ("conservative",), BACKFILLS])
 def test_random_rules_match_the_reference(backfills, estimate, seed, monkeypatch):
     rng = np.random.default_rng(seed)
-    jobs = random_jobs(rng, 60)
+    jobs = random_jobs(rng, 60, MACHINE)
     drawn = []
 
     def draw():

@@ -6,15 +6,7 @@ another's, both would be predicted alike and user 2's would go first."""
 
 import pytest
 from reference_sim import Job, simulate
-from simhelpers import trace_of
-
-from ddppo_hpc.sim import simulate as simulate_cpp
-
-
-def starts(jobs, procs, policy, backfill):
-    trace = trace_of(jobs, procs)
-    result = simulate_cpp(trace, policy, backfill)
-    return dict(zip(trace.id.tolist(), result.start_time.tolist()))
+from simhelpers import cpp_starts
 
 
 def test_the_pick_predicts_each_group_from_its_own_user():
@@ -30,7 +22,7 @@ def test_the_pick_predicts_each_group_from_its_own_user():
     ]
     expected = {1: 0.0, 2: 0.0, 3: 50.0, 4: 155.0, 5: 150.0}
     assert simulate(jobs, 2, "sjbf", "none") == expected
-    assert starts(jobs, 2, "sjbf", "none") == expected
+    assert cpp_starts(jobs, 2, "sjbf", "none") == expected
 
 
 @pytest.mark.parametrize("backfill", ("easy", "conservative"))
@@ -50,4 +42,4 @@ def test_a_backfill_scan_predicts_each_group_from_its_own_user(backfill):
     ]
     expected = {1: 0.0, 2: 0.0, 3: 0.0, 4: 200.0, 5: 61.0, 6: 56.0}
     assert simulate(jobs, 4, "sjbf", backfill) == expected
-    assert starts(jobs, 4, "sjbf", backfill) == expected
+    assert cpp_starts(jobs, 4, "sjbf", backfill) == expected
