@@ -185,10 +185,6 @@ class Trainer:
         """PPO epochs over this rank's samples, gradients averaged over ranks by samples."""
         ppo, s = self.config.ppo, self.storage
         t = s.used
-        if ppo.imitation_updates and self.update == ppo.imitation_updates:
-            # Adam's moments are the cross-entropy's: its squared gradients, far larger than
-            # the surrogate's, would shrink the first PPO steps for about 1/(1 - beta2) steps.
-            self.optimizer.state.clear()
         if ppo.anneal_lr:  # a function of the update count alone, so resume keeps it
             for group in self.optimizer.param_groups:
                 group["lr"] = ppo.lr * (1 - self.update / ppo.updates)

@@ -48,17 +48,3 @@ def test_dagger_steps_the_policy_and_learns_the_teacher(tmp_path):
 def test_an_unknown_imitation_rollout_is_refused():
     with pytest.raises(ConfigError, match="'ppo.imitation_rollout' must be one of teacher, policy"):
         load_config(None, ["ppo.imitation_rollout=expert"])
-
-
-def test_ppo_starts_with_fresh_optimizer_moments(tmp_path):
-    # One imitation update, then one PPO update: Adam's state after it holds that update's
-    # steps only (epochs x minibatches), not the cross-entropy's as well.
-    overrides = [*TINY_TRAINING, *QUEUED, "ppo.imitation_updates=1"]
-    trainer = Trainer(load_config(None, overrides), context.init("cpu"), tmp_path)
-    steps = []
-    for _ in range(2):
-        trainer.learn(trainer.rollout()["last_value"])
-        trainer.update += 1
-        steps.append({int(s["step"]) for s in trainer.optimizer.state.values()})
-    per_update = trainer.config.ppo.epochs * trainer.config.ppo.minibatches
-    assert steps == [{per_update}, {per_update}]
