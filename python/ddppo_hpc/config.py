@@ -207,7 +207,8 @@ class GpuConfig:
     # config: the teacher and reward baseline are `order` + `reward_baseline` as given |
     # training_best: the rule with the lowest mean avg JCT on the training windows, chosen
     # once when training starts; `order` and `reward_baseline` become its own (docs/gpu.md,
-    # "The teacher the training windows choose")
+    # "The teacher the training windows choose") | training_geomean: the same, by the
+    # geometric mean over the windows of the rule's avg JCT / the window's best rule's
     teacher: str = "config"
 
 
@@ -236,7 +237,7 @@ CHOICES = {
     ("gpu", "mode"): ("off", "placement", "dual"),
     ("gpu", "order"): ("fifo", "srtf", "las"),
     ("gpu", "reward_baseline"): ("none", "first_fit", "best_fit", "random", "speed_fit"),
-    ("gpu", "teacher"): ("config", "training_best"),
+    ("gpu", "teacher"): ("config", "training_best", "training_geomean"),
     ("ppo", "imitation_rollout"): ("teacher", "policy"),
     ("run", "device"): ("auto", "cpu", "cuda"),
 }
