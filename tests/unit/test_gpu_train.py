@@ -30,6 +30,7 @@ from ddppo_hpc.train import Trainer, train
         (["ppo.imitation_updates=-1"], "'ppo.imitation_updates' must be at least 0"),
         (["gpu.teacher=best"], "'gpu.teacher' must be one of config, training_best, training_"),
         (["gpu.teacher=training_best"], "'gpu.teacher: training_best' is for GPU mode"),
+        (["gpu.set_aside=true", "gpu.wait=true"], "'gpu.set_aside' needs 'gpu.wait' and 'gpu"),
     ],
 )
 def test_config_errors(overrides, message):
@@ -123,8 +124,9 @@ def test_evaluate_compares_with_every_heuristic_pair(tmp_path):
     assert rows[0] == ["scheduler", "windows", "avg_jct", "makespan", "avg_comm_cost",
                        "gpu_utilization", "avg_queue_delay"]  # fmt: skip
     names = [r[0] for r in rows[1:]]
-    assert names[0] == "agent" and len(names) == 1 + 3 * 4 * 2
-    assert names[1:3] == ["fifo+first_fit", "fifo+first_fit+wait"]  # each rule, then waiting
+    assert names[0] == "agent" and len(names) == 1 + 3 * 4 * 3
+    # each rule, then waiting, then holding
+    assert names[1:4] == ["fifo+first_fit", "fifo+first_fit+wait", "fifo+first_fit+hold"]
     assert {"srtf+best_fit+wait", "srtf+speed_fit", "las+random+wait"} <= set(names)
     out = subprocess.run(
         [sys.executable, "-m", "ddppo_hpc.evaluate", "--checkpoint", str(tmp_path), "--trace", "x"],
@@ -253,6 +255,22 @@ def test_the_geometric_mean_of_ratios_lets_no_window_decide(tmp_path, teacher, r
     assert training.teacher_line(chosen) == (
         f"teacher: {'+'.join(ranked[0])}+wait (gpu.teacher {teacher}: the best on the training "
         "windows)"
+    )
+
+
+def test_with_the_set_aside_the_candidates_are_the_hold_rules(tmp_path):
+    (tmp_path / "two.csv").write_text(TWO_WINDOWS)
+    hold = ["gpu.wait=true", "gpu.set_aside=true"]
+    config = load_config(None, [f"data.trace={tmp_path / 'two.csv'}", *ON_TWO_SPEEDS, *hold])
+    cluster, jobs = training.cluster_of(config), training.training_jobs(config)
+    expected = sorted(
+        np.mean([simulate_gpu(jobs, cluster, *r, 0, f, 3, hold=True).metrics["avg_jct"]
+                 for f in (0, 3)])
+        for r in RULES
+    )  # fmt: skip
+    assert [s[0] for s in training.rule_scores(config, jobs)] == pytest.approx(expected)
+    assert training.teacher_line(training.with_teacher(config)) == (
+        "teacher: fifo+speed_fit+hold (gpu.teacher training_best: the best on the training windows)"
     )
 
 
