@@ -95,7 +95,8 @@ void GpuBatchEnv::reset(GpuOutputs out) {
 // with a baseline, minus the same job's term under the baseline.
 float GpuBatchEnv::act(Env& e, int32_t action) {
   GpuCluster& s = *e.sim;
-  if (config_.wait && static_cast<size_t>(action) == slots() - 1 && (holds(s) || s.can_wait())) {
+  if (config_.wait && static_cast<size_t>(action) == slots() - 1 &&
+      (holds(s) || (!config_.set_aside && s.can_wait()))) {
     if (holds(s))
       s.set_aside();
     else
@@ -205,7 +206,7 @@ void GpuBatchEnv::observe(const Env& e, size_t i, GpuOutputs out) const {
 // placement step, `gpu.order`'s pick in an ordering step.
 void GpuBatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
   const GpuCluster& s = *e.sim;
-  *mask = holds(s) || s.can_wait();
+  *mask = holds(s) || (!config_.set_aside && s.can_wait());
   if (!*mask) return;
   int32_t j = s.phase() == GpuCluster::Phase::kPlace ? s.head() : s.waiting()[e.ranking[0]];
   f[0] = time_feature(s.next_event() - s.now());
