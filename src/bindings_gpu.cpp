@@ -40,7 +40,7 @@ nb::tuple simulate_gpu(Column<int64_t> id, Column<double> submit, Column<double>
                        Column<int32_t> gpus, Column<double> cpu, Column<double> mem,
                        Column<int32_t> user, int32_t users, const ddppo::Topology& topology,
                        const std::string& order, const std::string& placement, uint64_t seed,
-                       size_t begin, size_t end, bool wait) {
+                       size_t begin, size_t end, bool wait, bool hold) {
   ddppo::GpuJobs jobs = JobColumns{id, submit, runtime, gpus, cpu, mem, user, users}.view();
   ddppo::GpuOrder o = ddppo::parse_gpu_order(order);
   ddppo::GpuPlacement p = ddppo::parse_gpu_placement(placement);
@@ -49,8 +49,8 @@ nb::tuple simulate_gpu(Column<int64_t> id, Column<double> submit, Column<double>
   ddppo::GpuMetrics m;
   {
     nb::gil_scoped_release release;
-    ddppo::GpuCluster cluster(jobs, topology, begin, end, seed, wait);
-    cluster.run(o, p);
+    ddppo::GpuCluster cluster(jobs, topology, begin, end, seed, wait || hold);
+    cluster.run(o, p, hold);
     m = ddppo::compute_gpu_metrics(cluster);
     start = cluster.start_times();
     finish = cluster.end_times();
@@ -82,12 +82,14 @@ PyGpuEnv* make_gpu_env(Column<int64_t> id, Column<double> submit, Column<double>
                        Column<int32_t> user, int32_t users, const ddppo::Topology& topology,
                        size_t window_jobs, size_t max_queue, bool dual, const std::string& order,
                        double w_jct, double w_makespan, double w_comm, const std::string& baseline,
-                       bool wait, bool non_blocking, const std::vector<uint64_t>& seeds) {
+                       bool wait, bool non_blocking, bool set_aside,
+                       const std::vector<uint64_t>& seeds) {
   ddppo::GpuJobs jobs = JobColumns{id, submit, runtime, gpus, cpu, mem, user, users}.view();
   ddppo::GpuEnvConfig config{window_jobs, max_queue,  dual,  ddppo::parse_gpu_order(order),
                              w_jct,       w_makespan, w_comm};
   config.wait = wait;
   config.non_blocking = non_blocking;
+  config.set_aside = set_aside;
   if (baseline != "none") config.baseline = ddppo::parse_gpu_placement(baseline);
   std::vector<nb::object> keep;
   for (nb::handle h : {nb::cast(id), nb::cast(submit), nb::cast(runtime), nb::cast(gpus),
@@ -128,7 +130,7 @@ void bind_gpu_env(nb::module_& m) {
       .def(nb::new_(&make_gpu_env), "id"_a, "submit"_a, "runtime"_a, "gpus"_a, "cpu"_a, "mem"_a,
            "user"_a, "users"_a, "topology"_a, "window_jobs"_a, "max_queue"_a, "dual"_a, "order"_a,
            "w_jct"_a, "w_makespan"_a, "w_comm"_a, "baseline"_a, "wait"_a, "non_blocking"_a,
-           "seeds"_a)
+           "set_aside"_a, "seeds"_a)
       .def("__len__", [](const PyGpuEnv& e) { return e.env.size(); })
       .def_prop_ro("slots", [](const PyGpuEnv& e) { return e.env.slots(); })
       .def("set_outputs", &set_gpu_outputs, "slots"_a, "global_"_a, "mask"_a, "reward"_a, "done"_a,
@@ -188,8 +190,9 @@ void bind_gpu(nb::module_& m) {
       .def("validate", &ddppo::Topology::validate, "Checks the machines; raises ValueError.");
   m.def("simulate_gpu", &simulate_gpu, "id"_a, "submit"_a, "runtime"_a, "gpus"_a, "cpu"_a, "mem"_a,
         "user"_a, "users"_a, "topology"_a, "order"_a, "placement"_a, "seed"_a, "begin"_a, "end"_a,
-        "wait"_a,
-        "Simulates GPU jobs [begin, end) with heuristics (with `wait`, the wait rule orders); "
+        "wait"_a, "hold"_a,
+        "Simulates GPU jobs [begin, end) with heuristics (with `wait`, the wait rule orders; "
+        "with `hold`, the hold rule: the wait rule that also sets aside); "
         "returns (start, end, comm cost, "
         "GPUs of every job in job order, metrics).");
 }

@@ -89,6 +89,7 @@ GpuCluster::GpuCluster(const GpuJobs& jobs, const Topology& topo, size_t begin, 
   end_time_.assign(n, -1);
   comm_.assign(n, 0);
   placement_.assign(n, {});
+  aside_.assign(n, 0);
   now_ = jobs.submit[begin];
   advance();
 }
@@ -146,6 +147,7 @@ void GpuCluster::advance() {
     double next = next_event();
     if (std::isinf(next)) throw std::logic_error("the committed job can never start");
     now_ = std::max(now_, next);
+    std::fill(aside_.begin(), aside_.end(), 0);
   }
 }
 
@@ -158,8 +160,48 @@ double GpuCluster::next_event() const {
 
 bool GpuCluster::any_fits() const {
   for (int32_t job : queue_)
-    if (fits(job)) return true;
+    if (ready(job)) return true;
   return false;
+}
+
+bool GpuCluster::can_set_aside() const {
+  return non_blocking_ && phase_ == Phase::kPlace && chosen_.empty() && worth_holding(head_);
+}
+
+void GpuCluster::set_aside() {
+  if (!can_set_aside()) throw std::invalid_argument("nothing to set aside");
+  aside_[head_ - begin_] = 1;
+  queue_.insert(std::lower_bound(queue_.begin(), queue_.end(), head_), head_);
+  head_ = -1;
+  for (auto& plan : plans_) plan.clear();
+  advance();
+}
+
+bool GpuCluster::worth_holding(int32_t job) const {
+  const int32_t g = jobs_.gpus[job];
+  std::vector<int32_t> machines(topo_.machines());
+  std::iota(machines.begin(), machines.end(), 0);
+  std::stable_sort(machines.begin(), machines.end(),
+                   [&](int32_t a, int32_t b) { return topo_.nominal[a] > topo_.nominal[b]; });
+  // Down the nominal speeds: the job's slots now and the running jobs' ends on the machines
+  // at or above each speed; the first speed whose slots hold g GPUs is the pace it gets now.
+  double sooner = std::numeric_limits<double>::infinity();  // the earliest end by holding
+  std::vector<double> ends;
+  int32_t held = 0;
+  for (size_t k = 0; k < machines.size(); ++k) {
+    int32_t m = machines[k];
+    held += slots(m, job);
+    for (int32_t gpu = topo_.first_gpu[m]; gpu < topo_.first_gpu[m] + topo_.gpus[m]; ++gpu)
+      if (gpu_job_[gpu] >= 0 && gpu_job_[gpu] != head_)
+        ends.push_back(end_time_[gpu_job_[gpu] - begin_]);
+    double v = topo_.nominal[m];
+    if (k + 1 < machines.size() && topo_.nominal[machines[k + 1]] == v) continue;
+    if (held >= g) return sooner < now_ + jobs_.runtime[job] / v;
+    if (static_cast<size_t>(g - held) > ends.size()) continue;
+    std::nth_element(ends.begin(), ends.begin() + (g - held - 1), ends.end());
+    sooner = std::min(sooner, ends[g - held - 1] + jobs_.runtime[job] / v);
+  }
+  return false;  // it does not fit now
 }
 
 bool GpuCluster::can_wait() const {
@@ -216,8 +258,8 @@ std::vector<double> GpuCluster::compact_times(const std::vector<int32_t>& jobs) 
 void GpuCluster::commit(size_t position) {
   if (phase_ != Phase::kOrder || position >= queue_.size())
     throw std::invalid_argument("no waiting job at that position");
-  if (non_blocking_ && !fits(queue_[position]))
-    throw std::invalid_argument("non-blocking: the job does not fit now");
+  if (non_blocking_ && !ready(queue_[position]))
+    throw std::invalid_argument("non-blocking: the job does not fit now or is set aside");
   head_ = queue_[position];
   queue_.erase(queue_.begin() + static_cast<std::ptrdiff_t>(position));
   for (auto& plan : plans_) plan.clear();
@@ -428,7 +470,7 @@ std::vector<size_t> GpuCluster::candidates(GpuOrder order) const {
   std::vector<size_t> ranking = order_ranking(order);
   if (non_blocking_)
     ranking.erase(std::remove_if(ranking.begin(), ranking.end(),
-                                 [&](size_t position) { return !fits(queue_[position]); }),
+                                 [&](size_t position) { return !ready(queue_[position]); }),
                   ranking.end());
   return ranking;
 }
@@ -437,12 +479,14 @@ size_t GpuCluster::pick(GpuOrder order) const {
   return non_blocking_ ? candidates(order).at(0) : order_position(order);
 }
 
-void GpuCluster::run(GpuOrder order, GpuPlacement placement) {
+void GpuCluster::run(GpuOrder order, GpuPlacement placement, bool hold) {
   while (!done()) {
-    if (phase_ == Phase::kPlace)
-      choose(placement_gpu(placement));
-    else
+    if (phase_ != Phase::kPlace)
       commit(pick(order));
+    else if (hold && can_set_aside())
+      set_aside();
+    else
+      choose(placement_gpu(placement));
   }
 }
 

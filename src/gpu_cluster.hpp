@@ -76,6 +76,15 @@ class GpuCluster {
   // committed). Possible before the head's first GPU when such an event is to come.
   bool can_wait() const;
   void wait();
+  // The set-aside hold (docs/gpu.md, "The set-aside hold"): when non-blocking, before the
+  // head's first GPU and while holding it is worth it (worth_holding), the head goes back
+  // to the queue, set aside until time advances: the other jobs that fit may start now.
+  bool can_set_aside() const;
+  void set_aside();
+  // Whether a job that fits now would end sooner, at the nominal speeds, by starting at
+  // the time g GPUs of a faster nominal speed than the fastest it can get now are free,
+  // counting only the running jobs' ends (docs/gpu.md, "The set-aside hold").
+  bool worth_holding(int32_t job) const;
   double next_event() const;  // the next arrival's or completion's time; infinity if none
   // Per job, the earliest time, counting only the running jobs' completions, at which it
   // could be placed compactly: its GPUs free on one machine, else in one rack, else
@@ -92,8 +101,8 @@ class GpuCluster {
   // waiting job in its order that fits now.
   size_t pick(GpuOrder order) const;
   // Runs the window with heuristics to the end (non-blocking: the wait rule, docs/gpu.md,
-  // "Heuristics").
-  void run(GpuOrder order, GpuPlacement placement);
+  // "Heuristics"; with `hold` too, the head is set aside whenever that is possible).
+  void run(GpuOrder order, GpuPlacement placement, bool hold = false);
   bool non_blocking() const { return non_blocking_; }
   // Every waiting job's queue position in the ordering's order, the ones that fit now
   // only when non-blocking: what an ordering step may commit.
@@ -135,7 +144,8 @@ class GpuCluster {
   void apply_events();
   void start_head();
   void release(int32_t job);
-  bool any_fits() const;  // some waiting job fits now
+  bool any_fits() const;  // some waiting job that is not set aside fits now
+  bool ready(int32_t job) const { return !aside_[job - begin_] && fits(job); }
   void take(int32_t gpu, int32_t job);
   double share_cpu(int32_t job) const { return jobs_.cpu[job] / jobs_.gpus[job]; }
   double share_mem(int32_t job) const { return jobs_.mem[job] / jobs_.gpus[job]; }
@@ -154,6 +164,7 @@ class GpuCluster {
   int32_t head_ = -1;
   size_t started_ = 0;
   std::vector<int32_t> queue_, chosen_, chosen_on_, gpu_job_, free_gpus_;
+  std::vector<char> aside_;  // per window job: set aside until time advances
   std::vector<double> free_cpu_, free_mem_;
   int32_t free_total_ = 0;
   std::vector<int32_t> plans_[2];  // best_fit's and speed_fit's plans for the head

@@ -28,6 +28,8 @@ GpuBatchEnv::GpuBatchEnv(const GpuJobs& jobs, const Topology& topo, GpuEnvConfig
     throw std::invalid_argument("episodes of " + std::to_string(config_.window_jobs) +
                                 " jobs do not fit a workload of " + std::to_string(jobs_.size));
   if (config_.max_queue == 0) throw std::invalid_argument("the observation needs a job slot");
+  if (config_.set_aside && !(config_.wait && config_.non_blocking))
+    throw std::invalid_argument("the set-aside hold needs wait and non_blocking");
   if (seeds.empty()) throw std::invalid_argument("a batch needs at least one environment");
   envs_.resize(seeds.size());
   for (size_t i = 0; i < seeds.size(); ++i) envs_[i].seed = seeds[i];
@@ -50,7 +52,7 @@ void GpuBatchEnv::start_window(Env& e, size_t begin, uint64_t seed) {
   e.base_makespan = 0;
   if (config_.baseline) {  // the heuristic on the same window, with the same random draws
     GpuCluster h(jobs_, topo_, begin, begin + config_.window_jobs, seed, config_.non_blocking);
-    h.run(config_.order, *config_.baseline);
+    h.run(config_.order, *config_.baseline, config_.set_aside);
     for (size_t k = 0; k < config_.window_jobs; ++k) e.base_job.push_back(job_term(h, k));
     e.base_makespan = compute_gpu_metrics(h).makespan;
   }
@@ -93,8 +95,12 @@ void GpuBatchEnv::reset(GpuOutputs out) {
 // with a baseline, minus the same job's term under the baseline.
 float GpuBatchEnv::act(Env& e, int32_t action) {
   GpuCluster& s = *e.sim;
-  if (config_.wait && static_cast<size_t>(action) == slots() - 1 && s.can_wait()) {
-    s.wait();
+  if (config_.wait && static_cast<size_t>(action) == slots() - 1 &&
+      (holds(s) || (!config_.set_aside && s.can_wait()))) {
+    if (holds(s))
+      s.set_aside();
+    else
+      s.wait();
     settle(e);
     return 0;
   }
@@ -158,7 +164,7 @@ void GpuBatchEnv::heuristic_actions(GpuOrder order, GpuPlacement placement, int3
   for (size_t i = 0; i < envs_.size(); ++i) {
     GpuCluster& s = *envs_[i].sim;
     if (s.phase() == GpuCluster::Phase::kPlace) {
-      actions[i] = s.placement_gpu(placement);
+      actions[i] = holds(s) ? static_cast<int32_t>(slots() - 1) : s.placement_gpu(placement);
       continue;
     }
     // The slot that shows the heuristic's pick; -1 when the slots do not show it.
@@ -200,7 +206,7 @@ void GpuBatchEnv::observe(const Env& e, size_t i, GpuOutputs out) const {
 // placement step, `gpu.order`'s pick in an ordering step.
 void GpuBatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
   const GpuCluster& s = *e.sim;
-  *mask = s.can_wait();
+  *mask = holds(s) || (!config_.set_aside && s.can_wait());
   if (!*mask) return;
   int32_t j = s.phase() == GpuCluster::Phase::kPlace ? s.head() : s.waiting()[e.ranking[0]];
   f[0] = time_feature(s.next_event() - s.now());
@@ -210,6 +216,7 @@ void GpuBatchEnv::observe_wait(const Env& e, float* f, uint8_t* mask) const {
   f[4] = time_feature(jobs_.runtime[j] * jobs_.gpus[j]);
   f[6] = static_cast<float>(s.best_fit_cost(j) / topo_.link_cross);
   f[7] = -1.0f;
+  f[8] = holds(s) ? 1.0f : 0.0f;
   f[10] = time_feature(s.compact_times({j})[0] - s.now());
 }
 

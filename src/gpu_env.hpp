@@ -37,6 +37,10 @@ struct GpuEnvConfig {
   // Only jobs that fit now are committed, and the wait delays no job that could start
   // (GpuCluster's non_blocking; docs/gpu.md, "Environments").
   bool non_blocking = false;
+  // The wait action also sets the head aside while the hold rule would (GpuCluster's
+  // set_aside; docs/gpu.md, "The set-aside hold"); the baseline and the heuristics'
+  // actions are then the hold rule's. Needs `wait` and `non_blocking`.
+  bool set_aside = false;
 };
 
 struct GpuOutputs {
@@ -81,6 +85,7 @@ class GpuBatchEnv {
   void start_window(Env& e, size_t begin, uint64_t seed);
   void settle(Env& e);  // runs the heuristic ordering in placement mode
   float act(Env& e, int32_t action);
+  bool holds(const GpuCluster& s) const { return config_.set_aside && s.can_set_aside(); }
   double job_term(const GpuCluster& s, size_t k) const;  // a started job's reward term
   float finish_episode(const Env& e, double* metrics) const;
   void observe(const Env& e, size_t i, GpuOutputs out) const;

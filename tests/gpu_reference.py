@@ -186,13 +186,38 @@ def ranking(order: str, waiting: list[GpuJob], jobs, schedule, t) -> list[GpuJob
     return ranked
 
 
+def worth_holding(cluster: RefCluster, job: GpuJob, t: float, schedule) -> bool:
+    """docs/gpu.md, "The set-aside hold": the job, which fits now, would end sooner at the
+    nominal speed v of the machines of nominal speed >= v, started when their free slots and
+    the GPUs their running jobs return (at those jobs' ends) first hold its GPUs, than at the
+    fastest pace it can get now."""
+    machines = cluster.machines
+    sooner = math.inf
+    for v in sorted({m.nominal for m in machines}, reverse=True):
+        group = [m for m, mach in enumerate(machines) if mach.nominal >= v]
+        free = sum(cluster.slots(m, job) for m in group)
+        if free >= job.gpus:
+            return sooner < t + job.runtime / v
+        ends = sorted(
+            schedule[owner][1]
+            for gpu, owner in enumerate(cluster.owner)
+            if owner is not None and cluster.gpu_machine[gpu] in group
+        )
+        if job.gpus - free <= len(ends):
+            sooner = min(sooner, ends[job.gpus - free - 1] + job.runtime / v)
+    return False
+
+
 def simulate(jobs, machines, order="fifo", placement="first_fit", seed=0, links=(1, 4, 16),
-             penalty=0.05, wait=False):  # fmt: skip
+             penalty=0.05, wait=False, hold=False):  # fmt: skip
     """{job id: (start, end, comm cost, GPUs)} for jobs in (submit, id) order. With `wait`,
-    the ordering commits the first job in its order that fits now and otherwise waits."""
+    the ordering commits the first job in its order that fits now and otherwise waits. With
+    `hold` too, a committed job worth holding goes back to the queue, set aside until time
+    advances."""
     cluster = RefCluster(machines, links, penalty)
     pending, waiting, running, schedule = list(jobs), [], [], {}
-    t, head, draws = jobs[0].submit, None, 0
+    t, head, draws, aside = jobs[0].submit, None, 0, set()
+    position = {job.id: k for k, job in enumerate(jobs)}
     while len(schedule) < len(jobs):
         for job, gpus in [r for r in running if schedule[r[0].id][1] <= t]:
             cluster.release(job, gpus)
@@ -201,11 +226,16 @@ def simulate(jobs, machines, order="fifo", placement="first_fit", seed=0, links=
             waiting.append(pending.pop(0))
         if head is None and waiting:
             ranked = ranking(order, waiting, jobs, schedule, t)
-            if wait:  # nothing that fits: wait for the next event
-                ranked = [j for j in ranked if cluster.fits(j)]
+            if wait or hold:  # nothing that fits: wait for the next event
+                ranked = [j for j in ranked if cluster.fits(j) and j.id not in aside]
             head = ranked[0] if ranked else None
             if head is not None:
                 waiting.remove(head)
+        if hold and head is not None and worth_holding(cluster, head, t, schedule):
+            aside.add(head.id)
+            waiting = sorted([*waiting, head], key=lambda j: position[j.id])
+            head = None
+            continue  # the next decision at the same t, without it
         if head is not None and cluster.fits(head):
             if placement in ("best_fit", "speed_fit"):
                 gpus = getattr(cluster, placement)(head)
@@ -227,5 +257,5 @@ def simulate(jobs, machines, order="fifo", placement="first_fit", seed=0, links=
             head = None
             continue  # the next decision at the same t, after zero-length jobs end
         times = [schedule[j.id][1] for j, _ in running] + [p.submit for p in pending[:1]]
-        t = max(t, min(times))
+        t, aside = max(t, min(times)), set()
     return schedule

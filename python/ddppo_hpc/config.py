@@ -211,10 +211,16 @@ class GpuConfig:
     # while no other waiting job fits: no decision delays a job that could start
     # (docs/gpu.md, "Environments"); the reward baseline is then the wait rule
     non_blocking: bool = False
+    # with wait and non_blocking: the wait also sets the head aside (back to the queue until
+    # time advances, the other jobs that fit may start) while it would end sooner on
+    # faster GPUs that free later; the baseline and the teacher are then the hold rule
+    # (docs/gpu.md, "The set-aside hold")
+    set_aside: bool = False
     # config: the teacher and reward baseline are `order` + `reward_baseline` as given |
     # training_best: the rule with the lowest mean avg JCT on the training windows, chosen
     # once when training starts; `order` and `reward_baseline` become its own (docs/gpu.md,
-    # "The teacher the training windows choose")
+    # "The teacher the training windows choose") | training_geomean: the same, by the
+    # geometric mean over the windows of the rule's avg JCT / the window's best rule's
     teacher: str = "config"
 
 
@@ -253,7 +259,7 @@ CHOICES = {
     ("gpu", "mode"): ("off", "placement", "dual"),
     ("gpu", "order"): ("fifo", "srtf", "las"),
     ("gpu", "reward_baseline"): ("none", "first_fit", "best_fit", "random", "speed_fit"),
-    ("gpu", "teacher"): ("config", "training_best"),
+    ("gpu", "teacher"): ("config", "training_best", "training_geomean"),
     ("ppo", "imitation_rollout"): ("teacher", "policy"),
     ("run", "device"): ("auto", "cpu", "cuda"),
 }
@@ -408,6 +414,8 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError(
             "'gpu.nodes_every' samples the trace's node list: it needs 'gpu.nodes_topology: true'"
         )
+    if config.gpu.set_aside and not (config.gpu.wait and config.gpu.non_blocking):
+        raise ConfigError("'gpu.set_aside' needs 'gpu.wait' and 'gpu.non_blocking'")
     if config.gpu.teacher != "config" and config.gpu.mode == "off":
         raise ConfigError(f"'gpu.teacher: {config.gpu.teacher}' is for GPU mode (gpu.mode)")
     if config.run.keep_best and config.gpu.mode != "off":

@@ -285,9 +285,9 @@ def small_case(draw):
     st.sampled_from(["fifo", "srtf", "las"]),
     st.sampled_from(["first_fit", "best_fit", "random", "speed_fit"]),
     st.integers(0, 2**63),
-    st.booleans(),
+    st.sampled_from(["", "wait", "hold"]),
 )
-def test_cpp_matches_reference(case, order, placement, seed, wait):
+def test_cpp_matches_reference(case, order, placement, seed, rule):
     machines, jobs = case
     c = cluster(machines, links=(1, 3, 9), penalty=0.25)
     w = workload(jobs)
@@ -295,8 +295,11 @@ def test_cpp_matches_reference(case, order, placement, seed, wait):
     jobs = [j for j, ok in zip(jobs, fits) if ok]
     if not jobs:
         return
-    r = simulate_gpu(workload(jobs), c, order, placement, seed, wait=wait)
-    expected = simulate_reference(jobs, machines, order, placement, seed, (1, 3, 9), 0.25, wait)
+    wait, hold = rule == "wait", rule == "hold"
+    r = simulate_gpu(workload(jobs), c, order, placement, seed, wait=wait, hold=hold)
+    expected = simulate_reference(
+        jobs, machines, order, placement, seed, (1, 3, 9), 0.25, wait, hold
+    )
     got = {
         j.id: (s, e, cost, g.tolist())
         for j, s, e, cost, g in zip(jobs, r.start_time, r.end_time, r.comm_cost, r.gpus)

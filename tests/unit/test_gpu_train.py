@@ -28,8 +28,9 @@ from ddppo_hpc.train import Trainer, train
         (["gpu.racks=0"], "'gpu.racks' must be positive"),
         (["gpu.reward_baseline=fifo"], "'gpu.reward_baseline' must be one of none, first_fit"),
         (["ppo.imitation_updates=-1"], "'ppo.imitation_updates' must be at least 0"),
-        (["gpu.teacher=best"], "'gpu.teacher' must be one of config, training_best"),
+        (["gpu.teacher=best"], "'gpu.teacher' must be one of config, training_best, training_"),
         (["gpu.teacher=training_best"], "'gpu.teacher: training_best' is for GPU mode"),
+        (["gpu.set_aside=true", "gpu.wait=true"], "'gpu.set_aside' needs 'gpu.wait' and 'gpu"),
     ],
 )
 def test_config_errors(overrides, message):
@@ -123,8 +124,9 @@ def test_evaluate_compares_with_every_heuristic_pair(tmp_path):
     assert rows[0] == ["scheduler", "windows", "avg_jct", "makespan", "avg_comm_cost",
                        "gpu_utilization", "avg_queue_delay"]  # fmt: skip
     names = [r[0] for r in rows[1:]]
-    assert names[0] == "agent" and len(names) == 1 + 3 * 4 * 2
-    assert names[1:3] == ["fifo+first_fit", "fifo+first_fit+wait"]  # each rule, then waiting
+    assert names[0] == "agent" and len(names) == 1 + 3 * 4 * 3
+    # each rule, then waiting, then holding
+    assert names[1:4] == ["fifo+first_fit", "fifo+first_fit+wait", "fifo+first_fit+hold"]
     assert {"srtf+best_fit+wait", "srtf+speed_fit", "las+random+wait"} <= set(names)
     out = subprocess.run(
         [sys.executable, "-m", "ddppo_hpc.evaluate", "--checkpoint", str(tmp_path), "--trace", "x"],
@@ -200,6 +202,78 @@ def test_the_training_best_teacher_is_the_lowest_mean_jct_on_the_training_window
     )
 
 
+# Two training windows of 3 jobs on the same P100 (speed 0.6) and V100 (1.0), mean JCT (s)
+# of each wait rule. Window 0, EIGHT's first three jobs x 100: srtf+speed_fit 5,111.1,
+# fifo+speed_fit 5,555.6, fifo+best_fit 6,888.9, srtf+best_fit 7,333.3. Window 1, jobs
+# L (100 s) and S (1 s) at 12:00, T (1 s) at 12:10 (every machine free again): fifo +
+# speed_fit L on the V100 (100), S on the P100 (1.67), T on the V100 (1): 34.22; srtf +
+# speed_fit S on the V100 (1), L on the P100 (166.67), T (1): 56.22; fifo + best_fit L on
+# the P100 (166.67), S on the V100 (1), T on the P100 (1.67): 56.44; srtf + best_fit S on
+# the P100, L on the V100, T on the P100: 34.44. The mean picks srtf+speed_fit (2,583.7
+# against fifo+speed_fit's 2,794.9: window 0 decides); the geometric mean of each
+# window's JCT over its best rule's picks fifo+speed_fit (sqrt(5,555.6 / 5,111.1) = 1.0426
+# against sqrt(56.22 / 34.22) = 1.2818).
+TWO_WINDOWS = "timestamp,duration,num_gpus,gpu_time,cluster\n" + "".join(
+    f"2017-10-09 {h:02d}:{m:02d}:00,{d}.0,1,{d}.0,aa\n"
+    for h, m, d in (
+        (7, 0, 10000), (7, 0, 1000), (7, 0, 2000), (12, 0, 100), (12, 0, 1), (12, 10, 1),
+        (13, 0, 10), (13, 10, 10), (13, 20, 10),
+    )
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("teacher", "ranked", "scores"),
+    [
+        (
+            "training_best",
+            [("srtf", "speed_fit"), ("fifo", "speed_fit"), ("las", "speed_fit"),
+             ("fifo", "best_fit"), ("las", "best_fit"), ("srtf", "best_fit")],
+            [(46000 / 9 + 506 / 9) / 2, (50000 / 9 + 308 / 9) / 2, (50000 / 9 + 308 / 9) / 2,
+             (62000 / 9 + 508 / 9) / 2, (62000 / 9 + 508 / 9) / 2, (66000 / 9 + 310 / 9) / 2],
+        ),
+        (
+            "training_geomean",
+            [("fifo", "speed_fit"), ("las", "speed_fit"), ("srtf", "best_fit"),
+             ("srtf", "speed_fit"), ("fifo", "best_fit"), ("las", "best_fit")],
+            [(50000 / 46000) ** 0.5, (50000 / 46000) ** 0.5, (66000 / 46000 * 310 / 308) ** 0.5,
+             (506 / 308) ** 0.5, (62000 / 46000 * 508 / 308) ** 0.5,
+             (62000 / 46000 * 508 / 308) ** 0.5],
+        ),
+    ],
+)  # fmt: skip
+def test_the_geometric_mean_of_ratios_lets_no_window_decide(tmp_path, teacher, ranked, scores):
+    (tmp_path / "two.csv").write_text(TWO_WINDOWS)
+    config = load_config(
+        None, [f"data.trace={tmp_path / 'two.csv'}", *ON_TWO_SPEEDS, f"gpu.teacher={teacher}"]
+    )
+    found = training.rule_scores(config, training.training_jobs(config))
+    assert [(order, placement) for _, order, placement in found] == ranked
+    assert [s[0] for s in found] == pytest.approx(scores)
+    chosen = training.with_teacher(config)
+    assert (chosen.gpu.order, chosen.gpu.reward_baseline) == ranked[0]
+    assert training.teacher_line(chosen) == (
+        f"teacher: {'+'.join(ranked[0])}+wait (gpu.teacher {teacher}: the best on the training "
+        "windows)"
+    )
+
+
+def test_with_the_set_aside_the_candidates_are_the_hold_rules(tmp_path):
+    (tmp_path / "two.csv").write_text(TWO_WINDOWS)
+    hold = ["gpu.wait=true", "gpu.set_aside=true"]
+    config = load_config(None, [f"data.trace={tmp_path / 'two.csv'}", *ON_TWO_SPEEDS, *hold])
+    cluster, jobs = training.cluster_of(config), training.training_jobs(config)
+    expected = sorted(
+        np.mean([simulate_gpu(jobs, cluster, *r, 0, f, 3, hold=True).metrics["avg_jct"]
+                 for f in (0, 3)])
+        for r in RULES
+    )  # fmt: skip
+    assert [s[0] for s in training.rule_scores(config, jobs)] == pytest.approx(expected)
+    assert training.teacher_line(training.with_teacher(config)) == (
+        "teacher: fifo+speed_fit+hold (gpu.teacher training_best: the best on the training windows)"
+    )
+
+
 def test_the_candidates_wait_only_in_a_non_blocking_environment():
     scores = {}
     for non_blocking in (False, True):
@@ -250,5 +324,6 @@ def test_a_bad_teacher_is_one_line_and_exit_2(tmp_path):
     )
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
-        "python -m ddppo_hpc.train: error: 'gpu.teacher' must be one of config, training_best"
+        "python -m ddppo_hpc.train: error: 'gpu.teacher' must be one of config, training_best, "
+        "training_geomean"
     ]

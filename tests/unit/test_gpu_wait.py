@@ -3,7 +3,7 @@
 
 import numpy as np
 import pytest
-from gpu_reference import GpuJob
+from gpu_reference import GpuJob, RefMachine
 from test_gpu_sim import ONE_RACK, cluster, workload
 
 from ddppo_hpc.gpu import simulate_gpu, training
@@ -128,3 +128,85 @@ def test_non_blocking_heuristics_are_the_wait_rule(mode, placement):
     r = simulate_gpu(WORKLOAD, CLUSTER, "srtf", placement, 7, 100, 200, wait=True)
     assert metrics == {k: r.metrics[k] for k in env.METRICS}
     assert total == pytest.approx(0, abs=1e-6)  # the baseline is the wait rule itself
+
+
+# The set-aside hold (docs/gpu.md, "The set-aside hold"), on a P100 (machine 0, speed 0.6)
+# and a V100 (machine 1, 1.0) of one GPU each: A (0 s, 100 s) takes the V100 under fifo +
+# speed_fit; B (10 s, R s) finds only the P100 free; C (20 s, 50 s).
+TWO_SPEEDS = [RefMachine(0, 1, speed=0.6, nominal=0.6), RefMachine(0, 1)]
+
+
+def three_jobs(runtime_b):
+    return workload([GpuJob(1, 0, 100, 1), GpuJob(2, 10, runtime_b, 1), GpuJob(3, 20, 50, 1)])
+
+
+@pytest.mark.parametrize(
+    ("runtime_b", "starts", "ends"),
+    [
+        # 100 + 1000 / 1.0 = 1,100 < 10 + 1000 / 0.6 = 1,676.7: B is set aside at 10 s and
+        # again at 20 s, where C takes the P100 (ends at 20 + 50 / 0.6); B starts on the V100
+        # when A ends
+        (1000, [0, 100, 20], [100, 1100, 20 + 50 / 0.6]),
+        # 100 + 100 = 200 > 10 + 100 / 0.6 = 176.7: B starts on the P100 at once, C waits
+        # for the V100: the wait rule
+        (100, [0, 10, 100], [100, 10 + 100 / 0.6, 150]),
+    ],
+)
+def test_the_hold_rule_sets_aside_a_job_that_would_end_sooner_on_faster_gpus_later(
+    runtime_b, starts, ends
+):
+    jobs, c = three_jobs(runtime_b), cluster(TWO_SPEEDS)
+    held = simulate_gpu(jobs, c, "fifo", "speed_fit", hold=True)
+    assert held.start_time.tolist() == pytest.approx(starts)
+    assert held.end_time.tolist() == pytest.approx(ends)
+    waited = simulate_gpu(jobs, c, "fifo", "speed_fit", wait=True)
+    assert waited.end_time.tolist() == pytest.approx([100, 10 + runtime_b / 0.6, 150])
+
+
+def test_the_wait_slot_sets_aside_while_the_hold_rule_would_and_reproduces_it():
+    jobs, c = three_jobs(1000), cluster(TWO_SPEEDS)
+    env = VecGpuEnv(jobs, c, 1, 3, 4, "placement", "fifo", baseline="speed_fit", wait=True,
+                    non_blocking=True, set_aside=True)  # fmt: skip
+    assert env.teacher_slots == WAIT + 1  # imitation clones the hold rule's set-asides too
+    obs, _ = env.reset()
+    obs, *_ = env.step(np.array([1]))  # A on the V100
+    assert env.decision(0) == (10.0, 0, 1) and obs["jobs"][0, WAIT, 8] == 1
+    assert env.heuristic_actions().tolist() == [WAIT]
+    obs, reward, *_ = env.step(np.array([WAIT]))
+    # 20 s: B was set aside until C came; B is committed again, and C fits: the plain wait
+    # would not be valid, the set-aside is
+    assert env.decision(0) == (20.0, 1, 1) and reward[0] == 0
+    assert obs["action_mask"][0].tolist() == [True, False, False, False, True]
+    obs, *_ = env.step(np.array([WAIT]))
+    assert env.decision(0) == (20.0, 1, 2)  # C committed at the same time, B waits
+    # nothing else fits (B is set aside), but the hold rule would not hold C: no plain wait
+    assert not obs["action_mask"][0, WAIT] and env.heuristic_actions().tolist() == [0]
+    from test_gpu_env import drive
+
+    env.reset()
+    metrics, total = drive(env, "fifo", "speed_fit")
+    rule = simulate_gpu(jobs, c, "fifo", "speed_fit", hold=True).metrics
+    assert metrics == {k: rule[k] for k in env.METRICS}
+    assert metrics["avg_jct"] == pytest.approx((100 + 1090 + 50 / 0.6) / 3)
+    assert total == pytest.approx(0, abs=1e-6)  # the baseline is the hold rule itself
+
+
+@pytest.mark.parametrize("mode", ["placement", "dual"])
+def test_set_aside_heuristics_are_the_hold_rule(mode):
+    from test_gpu_env import CLUSTER, WORKLOAD, drive
+
+    env = VecGpuEnv(WORKLOAD, CLUSTER, 1, 200, 8, mode, "srtf", (1.0, 0.0, 0.1), seed=7,
+                    baseline="speed_fit", wait=True, non_blocking=True, set_aside=True)  # fmt: skip
+    env.reset()
+    env.begin_at([100])
+    metrics, total = drive(env, "srtf", "speed_fit")
+    r = simulate_gpu(WORKLOAD, CLUSTER, "srtf", "speed_fit", 7, 100, 200, hold=True)
+    waited = simulate_gpu(WORKLOAD, CLUSTER, "srtf", "speed_fit", 7, 100, 200, wait=True)
+    assert metrics == {k: r.metrics[k] for k in env.METRICS}
+    assert r.metrics["avg_jct"] != waited.metrics["avg_jct"]  # some job was set aside
+    assert total == pytest.approx(0, abs=1e-6)
+
+
+def test_the_set_aside_needs_the_wait_and_non_blocking():
+    with pytest.raises(ValueError, match="the set-aside hold needs wait and non_blocking"):
+        VecGpuEnv(three_jobs(1000), cluster(TWO_SPEEDS), 1, 3, 4, wait=True, set_aside=True)

@@ -44,10 +44,13 @@ def simulate_gpu(
     start: int = 0,
     jobs: int | None = None,
     wait: bool = False,
+    hold: bool = False,
 ) -> GpuResult:
     """Simulates jobs `start .. start+jobs-1` (clipped at the end) on the empty cluster;
     `seed` drives the random placement; with `wait`, the wait rule orders (`order`'s first
-    waiting job that fits now, else nothing until the next arrival or completion)."""
+    waiting job that fits now, else nothing until the next arrival or completion); with
+    `hold` (`wait` or not), the hold rule: the wait rule that also sets a job aside while
+    holding it is worth it (docs/gpu.md, "The set-aside hold")."""
     if order not in ORDERS:
         raise ValueError(f"unknown ordering '{order}' (choose from {', '.join(ORDERS)})")
     if placement not in PLACEMENTS:
@@ -58,7 +61,7 @@ def simulate_gpu(
         raise ValueError(f"--jobs must be positive, not {jobs}")
     end = len(workload) if jobs is None else min(len(workload), start + jobs)
     starts, ends, comm, flat, metrics = _core.simulate_gpu(
-        *workload.core_columns(), cluster.core(), order, placement, seed, start, end, wait
+        *workload.core_columns(), cluster.core(), order, placement, seed, start, end, wait, hold
     )
     bounds = np.cumsum(workload.gpus[start:end])[:-1]
     return GpuResult(start, end, starts, ends, comm, np.split(flat, bounds), metrics)

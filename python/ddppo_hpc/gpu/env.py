@@ -31,21 +31,25 @@ def teacher_of(baseline: str) -> str:
 
 class VecGpuEnv(VecSchedulingEnv):
     """`num_envs` environments on episodes of `window_jobs` consecutive jobs of `workload`
-    on `cluster`, from seeded random starts (environment i uses seed `seed + i`).
+        on `cluster`, from seeded random starts (environment i uses seed `seed + i`).
 
-    The observation has the keys of VecSchedulingEnv so that the same trainer and
-    storage serve both: `jobs` holds the S = max(max_queue, GPUs) slots ([B, S,
-    SLOT_FEATURES]: waiting jobs in an ordering step, GPUs in a placement step),
-    `cluster` the global features ([B, GLOBAL_FEATURES], feature 0 = 1 in a placement
-    step) and `action_mask` the valid slots; an ordering step shows the waiting jobs in
-    `order`'s order. Rewards: per started job, -(w_jct * JCT / 1 h + w_comm * comm cost /
-    link_cross) / window_jobs; at the end, -w_makespan * makespan / 1 h. With `baseline`
-    (a placement heuristic), each term is taken relative to the same job's (the window's)
-    under `order` + `baseline` on the same window. With `wait`, the last slot is the wait
-    action (start nothing until the next arrival or completion). With `non_blocking`, only
-    jobs that fit now are committed (an ordering step shows the first K of them) and the
-    wait is valid only in a placement step while no other waiting job fits now. Episode
-    ends, state() and load_state() work as in VecSchedulingEnv.
+        The observation has the keys of VecSchedulingEnv so that the same trainer and
+        storage serve both: `jobs` holds the S = max(max_queue, GPUs) slots ([B, S,
+        SLOT_FEATURES]: waiting jobs in an ordering step, GPUs in a placement step),
+        `cluster` the global features ([B, GLOBAL_FEATURES], feature 0 = 1 in a placement
+        step) and `action_mask` the valid slots; an ordering step shows the waiting jobs in
+        `order`'s order. Rewards: per started job, -(w_jct * JCT / 1 h + w_comm * comm cost /
+        link_cross) / window_jobs; at the end, -w_makespan * makespan / 1 h. With `baseline`
+        (a placement heuristic), each term is taken relative to the same job's (the window's)
+        under `order` + `baseline` on the same window. With `wait`, the last slot is the wait
+        action (start nothing until the next arrival or completion). With `non_blocking`, only
+        jobs that fit now are committed (an ordering step shows the first K of them) and the
+        wait is valid only in a placement step while no other waiting job fits now. With
+        `set_aside` (needs both), the wait is valid only while the hold rule would set the head
+    aside, and does that (no plain wait); the
+        baseline and heuristic_actions() are the hold rule's, and imitation clones its waits too
+        (docs/gpu.md, "The set-aside hold"). Episode ends, state() and load_state() work as in
+        VecSchedulingEnv.
     """
 
     METRICS = GPU_EPISODE_METRICS
@@ -65,6 +69,7 @@ class VecGpuEnv(VecSchedulingEnv):
         baseline: str = "none",
         wait: bool = False,
         non_blocking: bool = False,
+        set_aside: bool = False,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -83,15 +88,19 @@ class VecGpuEnv(VecSchedulingEnv):
             baseline,
             wait,
             non_blocking,
+            set_aside,
             [seed + i for i in range(num_envs)],
         )
         s = self._core.slots
         self.max_queue = s  # slots per observation, as the trainer sizes its storage
-        # An episode has at most one ordering step and g placement steps per job, and a
-        # wait per arrival or completion.
-        steps = window_jobs * (1 + int(workload.gpus.max()) + 2 * wait)
+        # An episode has at most one ordering step and g placement steps per job, a wait
+        # per arrival or completion, and per arrival or completion a set-aside of each job
+        # (with the ordering step that follows it).
+        steps = window_jobs * (
+            1 + int(workload.gpus.max()) + 2 * wait + 4 * window_jobs * set_aside
+        )
         self._allocate(s, SLOT_FEATURES, GLOBAL_FEATURES, steps)
-        self.teacher_slots = s - wait  # the heuristics never wait
+        self.teacher_slots = s - (wait and not set_aside)  # only the hold rule waits
         # what imitation clones and the plan feature shows (docs/gpu.md, "Environments")
         self.teacher = teacher_of(baseline)
 

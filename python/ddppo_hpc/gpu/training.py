@@ -117,11 +117,12 @@ def env_for(config: TrainConfig, jobs: GpuWorkload, cluster: Cluster, num_envs: 
         g.reward_baseline,
         g.wait,
         g.non_blocking,
+        g.set_aside,
     )
 
 
-def rule_name(order: str, placement: str, wait: bool) -> str:
-    return f"{order}+{placement}" + "+wait" * wait
+def rule_name(order: str, placement: str, wait: bool, hold: bool = False) -> str:
+    return f"{order}+{placement}" + ("+hold" if hold else "+wait" * wait)
 
 
 def window_starts(jobs: GpuWorkload, n: int) -> list[int]:
@@ -130,26 +131,48 @@ def window_starts(jobs: GpuWorkload, n: int) -> list[int]:
 
 
 def rule_scores(config: TrainConfig, jobs: GpuWorkload) -> list[tuple[float, str, str]]:
-    """(mean avg JCT, order, placement) of every rule a teacher can be, lowest first (ties:
-    ORDERS, then TEACHER_PLACEMENTS order), on the consecutive windows of `env.window_jobs`
-    of `jobs` (training_jobs(config): rank 0's with synthetic jobs); wait rules when
-    `gpu.non_blocking`, as the environment's reward baseline is then one."""
+    """(score, order, placement) of every rule a teacher can be, lowest first (ties: ORDERS,
+    then TEACHER_PLACEMENTS order), on the consecutive windows of `env.window_jobs` of `jobs`
+    (training_jobs(config): rank 0's with synthetic jobs); wait rules when
+    `gpu.non_blocking` (hold rules with `gpu.set_aside`), as the environment's reward
+    baseline is then one. The score is
+    `gpu.teacher`'s: training_best the mean avg JCT over the windows, training_geomean the
+    geometric mean of each window's avg JCT over the best candidate's on it (a window whose
+    best is 0 counts 1 for every rule)."""
     cluster, n = cluster_of(config), config.env.window_jobs
     firsts = window_starts(jobs, n)
     if not firsts:
         raise ConfigError(f"'gpu.teacher': no training window of {n} jobs in {len(jobs)} jobs")
-    wait = config.gpu.non_blocking
+    wait, hold = config.gpu.non_blocking, config.gpu.set_aside
+    rules = [(o, p) for o in ORDERS for p in TEACHER_PLACEMENTS]
+    jct = np.array(
+        [
+            [
+                simulate_gpu(jobs, cluster, o, p, 0, f, n, wait, hold).metrics["avg_jct"]
+                for f in firsts
+            ]
+            for o, p in rules
+        ]
+    )
+    if config.gpu.teacher == "training_geomean":
+        best = jct.min(axis=0)
+        ratio = np.where(best > 0, jct / np.where(best > 0, best, 1.0), 1.0)
+        score = np.exp(np.log(ratio).mean(axis=1))
+    else:
+        score = jct.mean(axis=1)
+    return sorted(
+        ((float(s), o, p) for s, (o, p) in zip(score, rules, strict=True)), key=lambda x: x[0]
+    )
 
-    def mean_jct(order: str, placement: str) -> float:
-        runs = [simulate_gpu(jobs, cluster, order, placement, 0, f, n, wait) for f in firsts]
-        return float(np.mean([r.metrics["avg_jct"] for r in runs]))
 
-    scores = [(mean_jct(o, p), o, p) for o in ORDERS for p in TEACHER_PLACEMENTS]
-    return sorted(scores, key=lambda score: score[0])
+SCORE_NAMES = {
+    "training_best": ("the lowest mean avg JCT", "{:,.0f} s"),
+    "training_geomean": ("the lowest geometric mean of avg JCT / the window's best", "{:.4f}"),
+}
 
 
 def with_teacher(config: TrainConfig) -> TrainConfig:
-    """With `gpu.teacher: training_best`, a copy whose `gpu.order` and
+    """With `gpu.teacher` training_best or training_geomean, a copy whose `gpu.order` and
     `gpu.reward_baseline` are the rule_scores() winner's, logged on stderr; else `config`."""
     if config.gpu.teacher == "config":
         return config
@@ -158,12 +181,13 @@ def with_teacher(config: TrainConfig) -> TrainConfig:
     scores = rule_scores(config, jobs)
     chosen = copy.deepcopy(config)
     _, chosen.gpu.order, chosen.gpu.reward_baseline = scores[0]
-    wait = config.gpu.non_blocking
-    ranked = ", ".join(f"{rule_name(o, p, wait)} {jct:,.0f} s" for jct, o, p in scores)
+    kind = config.gpu.non_blocking, config.gpu.set_aside
+    what, unit = SCORE_NAMES[config.gpu.teacher]
+    ranked = ", ".join(f"{rule_name(o, p, *kind)} {unit.format(s)}" for s, o, p in scores)
     windows = len(window_starts(jobs, config.env.window_jobs))
     print(
-        f"gpu.teacher training_best: {rule_name(*scores[0][1:], wait)}, the lowest mean avg JCT "
-        f"on the {windows} training windows ({ranked}; {time.perf_counter() - began:.1f} s)",
+        f"gpu.teacher {config.gpu.teacher}: {rule_name(*scores[0][1:], *kind)}, {what} on the "
+        f"{windows} training windows ({ranked}; {time.perf_counter() - began:.1f} s)",
         file=sys.stderr,
     )
     return chosen
@@ -180,9 +204,9 @@ def choose_teacher(config: TrainConfig, comm: MPI.Comm) -> TrainConfig:
 def teacher_line(config: TrainConfig) -> str:
     """The run's teacher and reward baseline as a rule, and where it came from."""
     g = config.gpu
-    rule = rule_name(g.order, teacher_of(g.reward_baseline), g.non_blocking)
-    if g.teacher == "training_best":
-        return f"teacher: {rule} (gpu.teacher training_best: the best on the training windows)"
+    rule = rule_name(g.order, teacher_of(g.reward_baseline), g.non_blocking, g.set_aside)
+    if g.teacher != "config":
+        return f"teacher: {rule} (gpu.teacher {g.teacher}: the best on the training windows)"
     return f"teacher: {rule} (gpu.order and gpu.reward_baseline)"
 
 
@@ -214,7 +238,8 @@ def compare(
     config: TrainConfig, policy: torch.nn.Module, windows: int | None, validation: bool = False
 ) -> list[dict]:
     """The policy against every heuristic pair, each also as a wait rule (`+wait`: the
-    ordering's first waiting job that fits now, else wait; docs/gpu.md, "Heuristics"), on
+    ordering's first waiting job that fits now, else wait; docs/gpu.md, "Heuristics") and as
+    a hold rule (`+hold`: the wait rule that also sets aside, "The set-aside hold"), on
     consecutive held-out windows of `env.window_jobs` jobs (with `validation`: on the
     validation jobs instead): rows of mean metrics over the windows."""
     cluster = cluster_of(config)
@@ -231,9 +256,9 @@ def compare(
     rows = {name: [episode(env, f, greedy(policy)) for f in firsts]}
     for order in ORDERS:
         for placement in PLACEMENTS:
-            for wait in (False, True):
-                rows[rule_name(order, placement, wait)] = [
-                    simulate_gpu(held, cluster, order, placement, 0, f, n, wait).metrics
+            for wait, hold in ((False, False), (True, False), (False, True)):
+                rows[rule_name(order, placement, wait, hold)] = [
+                    simulate_gpu(held, cluster, order, placement, 0, f, n, wait, hold).metrics
                     for f in firsts
                 ]
     return [
