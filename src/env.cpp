@@ -58,10 +58,7 @@ BatchEnv::BatchEnv(const Workload& w, Accounts accounts, EnvConfig config,
     envs_[i].seed = seeds[i];
     envs_[i].running_procs.assign(accounts_.users, 0);
     envs_[i].queued_work.assign(accounts_.users, 0);
-    if (config_.order_actions) {
-      envs_[i].rows.resize(config_.max_queue * job_features());
-      envs_[i].row_mask.resize(config_.max_queue);
-    }
+    if (config_.order_actions) envs_[i].rows.resize(config_.max_queue * job_features());
   }
 }
 
@@ -294,11 +291,7 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   std::memset(mask, 0, S);
   // The visible jobs' rows: the observation's, or with order actions those its slots show.
   float* rows = config_.order_actions ? e.rows.data() : jobs;
-  uint8_t* row_mask = config_.order_actions ? e.row_mask.data() : mask;
-  if (config_.order_actions) {
-    std::fill(e.rows.begin(), e.rows.end(), 0.0f);
-    std::fill(e.row_mask.begin(), e.row_mask.end(), 0);
-  }
+  if (config_.order_actions) std::fill(e.rows.begin(), e.rows.end(), 0.0f);
   const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(K, queue.size());
   double remaining = 0;
@@ -326,7 +319,7 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     if (at != now) at = now, log_wait = log_time(now - w_.submit[j]);
     f[8] = log_wait;
     f[9] = c.log_procs;
-    row_mask[k] = !s.backfilling() || s.backfill_allows(j);
+    if (!config_.order_actions) mask[k] = !s.backfilling() || s.backfill_allows(j);
   }
   // Feature 10: the job's rank under F1 (Carastan-Neto and de Camargo, 2017), a score fitted
   // to Lublin-model workloads and the strongest of the classic heuristics there: a prior

@@ -125,7 +125,7 @@ class BatchEnv {
   BatchEnv(const Workload& w, Accounts accounts, EnvConfig config,
            const std::vector<uint64_t>& seeds);
   size_t size() const { return envs_.size(); }
-  // Slots of an observation: K job slots (with `order_actions`, one per heuristic order),
+  // Slots of an observation: K job slots (with `order_actions`, one per rule),
   // and with `wait` or `agent_backfill` one more, which starts nothing until the next event
   // (the wait at a pick, the stop at a backfill decision).
   size_t slots() const { return choice_slots() + (config_.wait || config_.agent_backfill ? 1 : 0); }
@@ -236,10 +236,8 @@ class BatchEnv {
     // Per policy (its number): the visible jobs of the last observation in its order.
     std::array<std::vector<Ranked>, kHeuristics.size()> ranked;
     std::vector<int32_t> freed;  // fit times' free procs per end, scratch
-    // With order_actions: the visible jobs' rows and mask, which the order slots show.
-    std::vector<float> rows;
-    std::vector<uint8_t> row_mask;
-    History history;  // with tracks_history() only
+    std::vector<float> rows;     // with order_actions: the visible jobs' rows, which slots show
+    History history;             // with tracks_history() only
   };
   void start_episode(Env& e);
   void start_window(Env& e, size_t begin);
