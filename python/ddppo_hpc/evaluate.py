@@ -77,33 +77,37 @@ def greedy_actions(policy: torch.nn.Module, obs: dict, memory: torch.Tensor | No
     return actions.int().numpy(), memory
 
 
+def policy_env_options(options: EnvConfig) -> dict:
+    """What a trained policy's observation and actions depend on, as VecSchedulingEnv
+    keywords: the queue length, backfill order and estimate, wait action, history, agent
+    backfilling, heuristic ranks, fit times, order picks and order actions."""
+    return dict(
+        max_queue=options.max_queue,
+        policy=options.backfill_order,
+        wait=options.wait,
+        history=options.history,
+        estimate=options.estimate,
+        agent_backfill=options.agent_backfill,
+        heuristic_ranks=options.heuristic_ranks,
+        fit_times=options.fit_times,
+        order_picks=options.order_picks,
+        order_actions=options.order_actions,
+        action_backfills=tuple(options.action_backfills),
+    )
+
+
 def run_policy(
     policy: torch.nn.Module, trace: Trace, spans: dict, options: EnvConfig, backfill: str
 ) -> list[tuple[int, np.ndarray, dict]]:
     """(window, start times, metrics) of one greedy episode per window of `spans` (window ->
-    (first job, jobs)): one batch per window length, one environment per window. The queue
-    length, backfill order and estimate, wait action, history, agent backfilling, heuristic
-    ranks, fit times, order picks and order actions are the training run's (with `backfill`
-    none, agent backfilling has no decision to make)."""
+    (first job, jobs)): one batch per window length, one environment per window, with the
+    training run's policy_env_options (with `backfill` none, agent backfilling has no
+    decision to make)."""
     done = []
     for length in sorted({n for _, n in spans.values()}):
         windows = [w for w, (_, n) in spans.items() if n == length]
         env = VecSchedulingEnv(
-            trace,
-            len(windows),
-            length,
-            options.max_queue,
-            backfill,
-            options.backfill_order,
-            wait=options.wait,
-            history=options.history,
-            estimate=options.estimate,
-            agent_backfill=options.agent_backfill,
-            heuristic_ranks=options.heuristic_ranks,
-            fit_times=options.fit_times,
-            order_picks=options.order_picks,
-            order_actions=options.order_actions,
-            action_backfills=tuple(options.action_backfills),
+            trace, len(windows), length, backfill=backfill, **policy_env_options(options)
         )
         env.reset()
         obs = env.begin_at([spans[w][0] for w in windows])

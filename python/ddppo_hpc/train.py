@@ -33,7 +33,7 @@ from ddppo_hpc.dist import context, control, sync
 from ddppo_hpc.dist.preemption import Preemption
 from ddppo_hpc.env import VecSchedulingEnv
 from ddppo_hpc.env.mixed import MixedVecEnv, dealt, shares
-from ddppo_hpc.evaluate import run_policy
+from ddppo_hpc.evaluate import policy_env_options, run_policy
 from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.metrics_log import MetricsLog, baseline_bslds
 from ddppo_hpc.policy import build_policy, decide, initial_memory, reset_ended
@@ -64,24 +64,14 @@ def queue_envs(trace: Trace, n: int, env: EnvConfig, seed: int) -> VecScheduling
         trace,
         n,
         env.window_jobs,
-        env.max_queue,
-        env.backfill,
-        env.backfill_order,
-        env.reward,
+        backfill=env.backfill,
+        reward=env.reward,
         seed=seed,
         baseline=env.reward_baseline,
         dense=env.dense_reward,
-        wait=env.wait,
-        history=env.history,
-        estimate=env.estimate,
-        agent_backfill=env.agent_backfill,
-        heuristic_ranks=env.heuristic_ranks,
-        fit_times=env.fit_times,
         teacher=env.teacher,
         teacher_jobs=env.teacher_jobs,
-        order_picks=env.order_picks,
-        order_actions=env.order_actions,
-        action_backfills=tuple(env.action_backfills),
+        **policy_env_options(env),
     )
 
 

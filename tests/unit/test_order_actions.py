@@ -4,11 +4,14 @@ whose backfill scans follow until the next decision. By hand; following one rule
 rule's run; random rules per decision against the pure-Python reference; slot k shows rule k's
 pick."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import reference_sim
 from reference_sim import Job
-from simhelpers import random_jobs, trace_of
+from simhelpers import TINY_TRAINING, random_jobs, trace_of, train_run
 
 from ddppo_hpc.config import ConfigError, load_config
 from ddppo_hpc.data.synthetic import generate
@@ -224,3 +227,17 @@ def test_action_backfills_need_order_actions(tmp_path):
     file.write_text("env:\n  action_backfills: [easy, conservative]\n")
     with pytest.raises(ConfigError, match="'env.action_backfills' needs 'env.order_actions'"):
         load_config(file)
+
+
+def test_a_run_with_rule_actions_trains_and_evaluates(tmp_path):
+    # The teacher's rules are cloned, then PPO; evaluation plays the policy on the same 12
+    # rule slots (its widths from the checkpoint's config).
+    run = tmp_path / "run"
+    train_run(run, *TINY_TRAINING, "env.order_actions=true", "env.teacher=best",
+              "env.action_backfills=[easy, conservative]", "ppo.imitation_updates=2",
+              "ppo.updates=3")  # fmt: skip
+    evaluate = [sys.executable, "-m", "ddppo_hpc.evaluate", "--windows", "2", "--jobs", "64"]
+    out = subprocess.run([*evaluate, "--checkpoint", str(run), "--policies", "ddppo"],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[2].split()[:3] == ["ddppo", "easy", "2"]
