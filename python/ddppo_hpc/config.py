@@ -97,9 +97,10 @@ class EnvConfig:
     # (slot 0) and the one each of F1, SJF, WFP3, UNICEP and SJBF ranks first (at most 6, and
     # the wait); needs heuristic_ranks (docs/environment.md, "Order picks")
     order_picks: bool = False
-    # an action is a heuristic order (fcfs, sjf, wfp3, unicep, f1, sjbf): its pick starts or is
-    # committed and the backfill scans follow it until the next decision, so following one
-    # order is that order's run (docs/environment.md, "Order actions")
+    # an action is a rule, a heuristic order (fcfs, sjf, wfp3, unicep, f1, sjbf) with a
+    # backfill of action_backfills: the order's pick starts or is committed and the backfill
+    # scans are the rule's until the next decision, so following one rule is that rule's run
+    # (docs/environment.md, "Order actions")
     order_actions: bool = False
     # with order_actions: the backfills an action may name with its order ([]: env.backfill
     # alone), e.g. [easy, conservative]: 12 actions, every order x backfill reachable exactly
