@@ -227,6 +227,16 @@ NB_MODULE(_core, m) {
           "Writes the teacher's pick among each environment's visible jobs (at a backfill "
           "decision, the job its scan would start next).")
       .def(
+          "rule_costs",
+          [](const PyBatchEnv& e, Out<double, -1, -1> costs) {
+            if (costs.shape(0) != e.env.size() || costs.shape(1) != e.env.rules())
+              throw std::invalid_argument("one row of rules() costs per environment");
+            nb::gil_scoped_release release;
+            e.env.rule_costs(costs.data());
+          },
+          "Writes each environment's window avg bsld if it follows each rule from now on "
+          "(order actions).")
+      .def(
           "teacher", [](const PyBatchEnv& e, size_t i) { return policy_name(e.env.teacher(i)); },
           "i"_a, "The heuristic that heuristic_actions() follows in environment i's episode.")
       .def(

@@ -620,18 +620,33 @@ int32_t BatchEnv::rollout_action(const Env& e) const {
   double lowest = std::numeric_limits<double>::infinity();
   for (size_t c = 0; n > 1 && c < n; ++c)
     for (Policy p : kHeuristics)
-      if (const double bsld = rollout_bsld(e, p, picks[c]); bsld < lowest)
+      if (const double bsld =
+              rollout_bsld(e, picks[c], [&](const Env& r) { return lowest_position(r, p); });
+          bsld < lowest)
         lowest = bsld, best = picks[c];
   return best;
 }
 
-// The window's avg bsld if the environment takes `action` now and order p's picks after it
-// (lowest_position, as its teacher would give them), on the jobs' true runtimes.
-double BatchEnv::rollout_bsld(const Env& e, Policy p, int32_t action) const {
+// The window's avg bsld if the environment takes `action` now and next(state)'s action at
+// every later decision, on the jobs' true runtimes and the window's later arrivals.
+double BatchEnv::rollout_bsld(const Env& e, int32_t action,
+                              const std::function<int32_t(const Env&)>& next) const {
   Env rollout = e;
   act(rollout, action);
-  while (!rollout.sim->done()) act(rollout, lowest_position(rollout, p));
+  while (!rollout.sim->done()) act(rollout, next(rollout));
   return compute_metrics(w_, e.begin, rollout.sim->start_times(), config_.machine_procs).avg_bsld;
+}
+
+// Rule costs (docs/environment.md, "Rule costs"): per environment and rule k, the window's
+// avg bsld if it follows rule k from now on: the rollout algorithm's scores with every rule as
+// a base policy (Bertsekas, "Rollout algorithms for discrete optimization", 2013).
+void BatchEnv::rule_costs(double* costs) const {
+  if (!config_.order_actions) throw std::invalid_argument("rule costs need order actions");
+  for (size_t i = 0; i < envs_.size(); ++i)
+    for (size_t k = 0; k < rules(); ++k) {
+      const int32_t rule = static_cast<int32_t>(k);
+      costs[i * rules() + k] = rollout_bsld(envs_[i], rule, [=](const Env&) { return rule; });
+    }
 }
 
 void BatchEnv::heuristic_actions(int32_t* actions) const {

@@ -154,6 +154,9 @@ class BatchEnv {
   // its scan would start next. The teacher is `policy`, the episode's best heuristic, or the
   // rollout teacher (of the heuristics' picks, the one after which `policy` does best).
   void heuristic_actions(int32_t* actions) const;
+  // With order actions, [B, rules()]: environment i's window avg bsld if it follows rule k
+  // from now on (clairvoyant: training only).
+  void rule_costs(double* costs) const;
   // The heuristic heuristic_actions() follows in environment i's episode (the rollout
   // teacher's: `policy`, its rollouts').
   Policy teacher(size_t i) const { return envs_.at(i).teacher; }
@@ -260,7 +263,8 @@ class BatchEnv {
   void write_fit_times(Env& e, float* jobs, size_t column) const;
   int32_t lowest_position(const Env& e, Policy p) const;
   int32_t rollout_action(const Env& e) const;
-  double rollout_bsld(const Env& e, Policy p, int32_t action) const;
+  double rollout_bsld(const Env& e, int32_t action,
+                      const std::function<int32_t(const Env&)>& next) const;
   void act(Env& e, int32_t action) const;
   float finish_episode(const Env& e, double* metrics) const;
   float dense_reward(Env& e) const;

@@ -144,6 +144,11 @@ class PPOConfig:
     # (DAgger: the policy's sampled actions step, and the teacher's picks at the states they
     # reach are the labels, so the copy learns where its own mistakes lead)
     imitation_rollout: str = "teacher"
+    # the imitation updates' loss: cross_entropy (of the teacher's pick, above) | costs (with
+    # env.order_actions: at each state, the rules of least window avg bsld if followed from
+    # there on, that state weighted by what a random rule loses; docs/environment.md "Rule
+    # costs")
+    imitation_loss: str = "cross_entropy"
 
 
 @dataclass
@@ -262,6 +267,7 @@ CHOICES = {
     ("gpu", "reward_baseline"): ("none", "first_fit", "best_fit", "random", "speed_fit"),
     ("gpu", "teacher"): ("config", "training_best", "training_geomean"),
     ("ppo", "imitation_rollout"): ("teacher", "policy"),
+    ("ppo", "imitation_loss"): ("cross_entropy", "costs"),
     ("run", "device"): ("auto", "cpu", "cuda"),
 }
 POSITIVE = {
@@ -423,6 +429,8 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError("'run.keep_best' is for the HPC queue (gpu.mode: off)")
     if config.ppo.imitation_updates < 0:
         raise ConfigError("'ppo.imitation_updates' must be at least 0")
+    if config.ppo.imitation_loss == "costs" and not config.env.order_actions:
+        raise ConfigError("'ppo.imitation_loss: costs' needs 'env.order_actions' true (the rules)")
     if config.run.eval_jobs < 0:
         raise ConfigError("'run.eval_jobs' must be at least 0 (0: env.window_jobs)")
     if config.dist.slow_factor < 1:

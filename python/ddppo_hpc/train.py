@@ -37,7 +37,7 @@ from ddppo_hpc.evaluate import policy_env_options, run_policy
 from ddppo_hpc.gpu import training as gpu_training
 from ddppo_hpc.metrics_log import MetricsLog, baseline_bslds
 from ddppo_hpc.policy import build_policy, decide, initial_memory, reset_ended
-from ddppo_hpc.rl import RolloutStorage, gae, imitation_loss, ppo_loss
+from ddppo_hpc.rl import RolloutStorage, cost_loss, gae, imitation_loss, ppo_loss
 from ddppo_hpc.sim import protocol_windows
 
 
@@ -96,6 +96,7 @@ class Trainer:
             features,
             cluster,
             None if self.initial is None else self.initial.shape[1:],
+            costs=ppo.imitation_loss == "costs",
         )
         self.preemption = Preemption(
             ctx.comm, config.dist.sync_frac, config.dist.min_rollout_frac, config.dist.preemption
@@ -153,6 +154,12 @@ class Trainer:
             storage.insert(self.obs, learnt, logprobs, values, memory)
             if self.imitating():  # cloned among the teacher's choices (not the wait)
                 storage.mask[storage.used, :, self.env.teacher_slots :] = False
+                if storage.costs is not None:  # relative to the cheapest, in reward units
+                    costs = self.env.rule_costs()
+                    costs -= costs.min(axis=1, keepdims=True)
+                    storage.costs[storage.used, :, : costs.shape[1]] = torch.from_numpy(
+                        costs / config.env.reward_scale
+                    )
             self.obs, reward, terminated, _, info = self.env.step(actions.numpy())
             reset_ended(self.memory, terminated, self.initial)  # a new episode remembers nothing
             storage.outcome(reward / config.env.reward_scale, terminated)
@@ -192,6 +199,8 @@ class Trainer:
         }
         if s.memory is not None:
             batch["memory"] = s.flat("memory")
+        if self.imitating() and s.costs is not None:
+            batch["costs"] = s.flat("costs")
         samples = len(batch["actions"])
         total = sync.all_sum(torch.tensor([float(samples)]), "samples").item()
         stats = []
@@ -202,7 +211,9 @@ class Trainer:
             for part in order.tensor_split(ppo.minibatches):
                 began = time.perf_counter()
                 minibatch = {k: v[part].to(self.ctx.device) for k, v in batch.items()}
-                if self.imitating():
+                if "costs" in minibatch:
+                    loss, st = cost_loss(self.policy, minibatch, ppo.value_coef, ppo.entropy_coef)
+                elif self.imitating():
                     loss, st = imitation_loss(self.policy, minibatch, ppo.value_coef)
                 else:
                     loss, st = ppo_loss(

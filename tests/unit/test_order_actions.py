@@ -222,10 +222,17 @@ def test_the_config_refuses_them_too(tmp_path, lines, message):
         load_config(file)
 
 
-def test_action_backfills_need_order_actions(tmp_path):
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("env:\n  action_backfills: [easy, conservative]\n", "'env.action_backfills' needs"),
+        ("ppo:\n  imitation_loss: costs\n", "'ppo.imitation_loss: costs' needs"),  # rule costs
+    ],
+)
+def test_what_needs_order_actions(tmp_path, text, message):
     file = tmp_path / "c.yaml"
-    file.write_text("env:\n  action_backfills: [easy, conservative]\n")
-    with pytest.raises(ConfigError, match="'env.action_backfills' needs 'env.order_actions'"):
+    file.write_text(text)
+    with pytest.raises(ConfigError, match=f"{message} 'env.order_actions'"):
         load_config(file)
 
 

@@ -96,6 +96,9 @@ class MixedVecEnv:
     def heuristic_actions(self) -> np.ndarray:
         return np.concatenate([g.heuristic_actions() for g in self.groups])
 
+    def rule_costs(self) -> np.ndarray:
+        return np.concatenate([g.rule_costs() for g in self.groups])
+
     def state(self) -> dict:
         states = [g.state() for g in self.groups]
         return {key: [x for s in states for x in s[key]] for key in ("episodes", "actions")}

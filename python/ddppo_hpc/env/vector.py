@@ -276,6 +276,14 @@ class VecSchedulingEnv:
         self._core.heuristic_actions(actions)
         return actions
 
+    def rule_costs(self) -> np.ndarray:
+        """With order actions, [B, rules]: each environment's window avg bsld if it follows
+        rule k from now on (on the true runtimes and the window's later arrivals: a training
+        signal, docs/environment.md "Rule costs")."""
+        costs = np.zeros((self.num_envs, self.teacher_slots), dtype=np.float64)
+        self._core.rule_costs(costs)
+        return costs
+
     def random_actions(self, rng: np.random.Generator) -> np.ndarray:
         """A uniformly random valid slot per environment (the wait among them)."""
         valid = self.mask.view(bool)

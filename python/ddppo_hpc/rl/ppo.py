@@ -23,6 +23,7 @@ class RolloutStorage:
         job_features: int,
         cluster_features: int,
         memory_shape: tuple[int, ...] | None = None,
+        costs: bool = False,
     ):
         t, b = steps, num_envs
         self.jobs = torch.zeros(t, b, slots, job_features)
@@ -34,6 +35,8 @@ class RolloutStorage:
         self.rewards = torch.zeros(t, b)
         self.dones = torch.zeros(t, b)  # 1 where the episode ended after the step's action
         self.memory = None if memory_shape is None else torch.zeros(t, b, *memory_shape)
+        # With `costs`: each slot's cost to go at the step (cost_loss), 0 where masked.
+        self.costs = torch.zeros(t, b, slots) if costs else None
         self.used = 0
 
     def insert(self, obs: dict, actions, logprobs, values, memory=None) -> None:
@@ -115,6 +118,27 @@ def imitation_loss(
     policy_loss = -logprobs.mean()
     stats = PPOStats(policy_loss.item(), value_loss.item(), dist.entropy().mean().item(), 0.0, 0.0)
     return policy_loss + value_coef * value_loss, stats
+
+
+def cost_loss(
+    policy, batch: dict[str, torch.Tensor], value_coef: float, entropy_coef: float
+) -> tuple[torch.Tensor, PPOStats]:
+    """Cost-sensitive imitation (AggreVaTe, Ross and Bagnell, 2014) on one minibatch, by
+    weighted classification: the cross-entropy of the state's cheapest slots (batch["costs"],
+    each relative to the state's cheapest, are 0 there; ties share the target), each state
+    weighted by what a uniformly random valid slot loses there (weights over the minibatch's
+    mean: a state where every slot costs the same teaches nothing); with the entropy bonus
+    and the value loss."""
+    dist, _, value_loss = _evaluate(policy, batch)
+    costs, valid = batch["costs"], batch["mask"]
+    cheapest = (costs == 0) & valid
+    target = cheapest / cheapest.sum(dim=1, keepdim=True)
+    regret = (costs * valid).sum(dim=1) / valid.sum(dim=1)
+    weight = regret / regret.mean().clamp(min=torch.finfo(regret.dtype).tiny)
+    policy_loss = (weight * -(target * dist.logits).sum(dim=1)).mean()
+    entropy = dist.entropy().mean()
+    stats = PPOStats(policy_loss.item(), value_loss.item(), entropy.item(), 0.0, 0.0)
+    return policy_loss + value_coef * value_loss - entropy_coef * entropy, stats
 
 
 def ppo_loss(

@@ -1,0 +1,123 @@
+"""Rule costs and cost-sensitive imitation (`ppo.imitation_loss: costs`, docs/environment.md
+"Rule costs"): rule k's cost is the window's avg bsld if the environment follows rule k from
+now on. By hand; equal to playing it out; the loss."""
+
+import numpy as np
+import pytest
+import torch
+from reference_sim import Job
+from simhelpers import TINY_TRAINING, trace_of, train_run
+
+from ddppo_hpc.data.source import at_load
+from ddppo_hpc.data.synthetic import generate
+from ddppo_hpc.env import VecSchedulingEnv
+from ddppo_hpc.rl import cost_loss
+
+
+def test_costs_by_hand():
+    # One proc, three jobs of three users at 0 (requests = runtimes 100, 10, 50), no
+    # backfilling. FCFS, WFP3 and UNICEP (every wait 0: ties in queue order) start the 100 s
+    # job, then (at 100, WFP3 and UNICEP by wait / request) the 10 s one: starts 0, 100, 110,
+    # bsld 1, 110/10, 160/50: avg 5.0667. SJF, F1 (every submit alike) and SJBF (no history:
+    # the requests) go 10, 50, 100 s: starts 60, 0, 10, bsld 160/100, 1, 60/50: avg 1.2667.
+    jobs = [Job(1, 0, 100, 1, 100, 1), Job(2, 0, 10, 1, 10, 2), Job(3, 0, 50, 1, 50, 3)]
+    env = VecSchedulingEnv(trace_of(jobs, 1), 1, 3, 3, "none", "fcfs", order_actions=True)
+    env.reset()
+    slow, fast = (1 + 11 + 3.2) / 3, (1.6 + 1 + 1.2) / 3
+    np.testing.assert_allclose(env.rule_costs()[0], [slow, fast, slow, slow, fast, fast])
+
+
+def played_out(trace, options, actions, rule) -> float:
+    """The avg bsld of the episode that takes `actions`, then `rule` at every decision."""
+    env = VecSchedulingEnv(trace, 1, 50, 16, "conservative", "f1", seed=7, **options)
+    env.reset()
+    for a in actions:
+        env.step(np.array([a]))
+    terminated = [False]
+    while not terminated[0]:
+        _, _, terminated, _, info = env.step(np.array([rule]))
+    return float(info["avg_bsld"][0])
+
+
+def test_a_cost_is_the_episode_played_out():
+    # K = 16 of 50 jobs: hidden jobs, both backfills, the EASY++ estimates, random rules first.
+    trace = at_load(generate(3000, machine_procs=64, seed=5), 0.2)  # queues to choose from
+    options = dict(estimate="predicted", order_actions=True,
+                   action_backfills=("easy", "conservative"))  # fmt: skip
+    env = VecSchedulingEnv(trace, 1, 50, 16, "conservative", "f1", seed=7, **options)
+    env.reset()
+    rng, actions, differ, terminated = np.random.default_rng(3), [], 0, [False]
+    while not terminated[0]:  # every decision of the episode
+        costs = env.rule_costs()[0]
+        differ += len(set(costs)) > 1
+        for rule in rng.choice(12, 3, replace=False):
+            assert costs[rule] == played_out(trace, options, actions, rule)
+        actions.append(int(rng.integers(12)))
+        _, _, terminated, _, _ = env.step(np.array([actions[-1]]))
+    assert differ >= 3  # states where the rules' costs differ
+
+
+def test_rule_costs_need_order_actions():
+    trace = generate(300, machine_procs=32, seed=1)
+    env = VecSchedulingEnv(trace, 1, 50, 16, "easy", "f1")
+    env.reset()
+    with pytest.raises(ValueError, match="rule costs need order actions"):
+        env._core.rule_costs(np.zeros((1, 6)))  # 6 rules, one backfill
+
+
+class Fixed(torch.nn.Module):
+    """A policy of fixed logits (and values 0) whatever it observes."""
+
+    def __init__(self, logits):
+        super().__init__()
+        self.logits = torch.nn.Parameter(torch.tensor(logits))
+
+    def forward(self, jobs, cluster, mask):
+        return self.logits.expand(len(jobs), -1), torch.zeros(len(jobs))
+
+
+def test_the_loss_weighs_each_state_by_what_a_random_slot_loses():
+    policy = Fixed([0.0, np.log(3.0), 0.0])  # probabilities 0.2, 0.6, 0.2 over 3 slots
+    batch = {
+        "jobs": torch.zeros(3, 3, 1),
+        "cluster": torch.zeros(3, 1),
+        "mask": torch.tensor([[True, True, True], [True, True, False], [True] * 3]),
+        "actions": torch.zeros(3, dtype=torch.long),
+        "returns": torch.zeros(3),
+        "costs": torch.tensor([[0.0, 2.0, 2.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]),
+    }
+    loss, stats = cost_loss(policy, batch, value_coef=0.5, entropy_coef=0.0)
+    # Row 0: slot 0 is cheapest, a random slot loses 4/3; row 1 (slot 2 masked): slot 1, 1/2;
+    # row 2: every slot alike, weight 0. Weights over their mean 11/18: 24/11, 9/11, 0.
+    expected = (24 / 11 * -np.log(0.2) + 9 / 11 * -np.log(0.75) + 0) / 3
+    assert stats.policy_loss == pytest.approx(expected)
+    loss.backward()
+    assert policy.logits.grad[1] > 0 > policy.logits.grad[0]  # away from slot 1, to slot 0
+
+
+def test_tied_cheapest_slots_share_the_target():
+    policy = Fixed([0.0, 0.0, 0.0])
+    batch = {
+        "jobs": torch.zeros(1, 3, 1),
+        "cluster": torch.zeros(1, 1),
+        "mask": torch.ones(1, 3, dtype=torch.bool),
+        "actions": torch.zeros(1, dtype=torch.long),
+        "returns": torch.zeros(1),
+        "costs": torch.tensor([[0.0, 0.0, 3.0]]),
+    }
+    cost_loss(policy, batch, value_coef=0.5, entropy_coef=0.0)[0].backward()
+    grad = policy.logits.grad
+    assert grad[0] == grad[1] < 0 < grad[2]
+
+
+def test_a_run_learns_from_the_costs_not_the_teachers_picks(tmp_path):
+    weights = {}
+    for loss in ("costs", "cross_entropy"):
+        train_run(tmp_path / loss, *TINY_TRAINING, "env.order_actions=true", "env.teacher=best",
+                  "env.action_backfills=[easy, conservative]", "ppo.imitation_updates=2",
+                  "ppo.imitation_rollout=policy", f"ppo.imitation_loss={loss}",
+                  "ppo.updates=2")  # fmt: skip
+        model = torch.load(tmp_path / loss / "checkpoint.pt", weights_only=False)["model"]
+        weights[loss] = torch.cat([w.flatten() for w in model.values()])
+    # The same seed, rollouts and first states: only the loss differs.
+    assert not torch.equal(weights["costs"], weights["cross_entropy"])
