@@ -13,7 +13,9 @@ namespace ddppo {
 
 namespace {
 constexpr double kNotStarted = std::numeric_limits<double>::quiet_NaN();
-}
+// How many arrivals ahead apply_events() has the index bring a job's slots into the cache.
+constexpr size_t kPrefetchAhead = 8;
+}  // namespace
 
 Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machine_procs,
                      Policy policy, Backfill backfill, Estimate estimate, AgentChoices agent)
@@ -254,6 +256,8 @@ void Simulator::apply_events() {
     const int32_t j = static_cast<int32_t>(next_arrival_);
     queue_.push_back(j);
     waiting_count_add(w_.procs[j], 1);
+    if (index_ && next_arrival_ + kPrefetchAhead < end_)
+      index_->prefetch(static_cast<int32_t>(next_arrival_ + kPrefetchAhead));
     if (index_) index_->add(j);
     if (groups_) groups_->add(j);
   }
