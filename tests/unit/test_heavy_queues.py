@@ -73,3 +73,18 @@ def test_long_queues_of_many_sizes_equal_reference_conservative(policy, workload
     """Many size classes and groups: a conservative scan finds the last job that can start
     now across all of them."""
     check(*workload, policy, "conservative", "request")
+
+
+@pytest.mark.parametrize("backfill", ("easy", "conservative"))
+@pytest.mark.parametrize("policy", ("fcfs", "sjf", "f1"))
+@settings(max_examples=15, deadline=None)
+@given(workload=heavy_workloads(max_jobs=80, max_machine=64, max_sizes=12), data=st.data())
+def test_windows_of_long_queues_equal_reference(policy, backfill, workload, data):
+    """A window from job K > 0: the rank index classifies the window's jobs alone (sizes by a
+    table of their procs, requests by search), its classes listing ranks within the window."""
+    jobs, machine = workload
+    start = data.draw(st.integers(1, len(jobs) - 1))
+    window = jobs[start:]
+    result = simulate_cpp(trace_of(jobs, machine), policy, backfill, start=start)
+    expected = simulate(window, machine, policy, backfill)
+    assert dict(zip([j.id for j in window], result.start_time.tolist())) == expected
