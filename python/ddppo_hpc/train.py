@@ -154,12 +154,10 @@ class Trainer:
             storage.insert(self.obs, learnt, logprobs, values, memory)
             if self.imitating():  # cloned among the teacher's choices (not the wait)
                 storage.mask[storage.used, :, self.env.teacher_slots :] = False
-                if storage.costs is not None:  # relative to the cheapest, in reward units
+                if storage.costs is not None:  # relative to the state's cheapest rule
                     costs = self.env.rule_costs()
-                    costs -= costs.min(axis=1, keepdims=True)
-                    storage.costs[storage.used, :, : costs.shape[1]] = torch.from_numpy(
-                        costs / config.env.reward_scale
-                    )
+                    relative = costs - costs.min(axis=1, keepdims=True)
+                    storage.costs[storage.used, :, : costs.shape[1]] = torch.from_numpy(relative)
             self.obs, reward, terminated, _, info = self.env.step(actions.numpy())
             reset_ended(self.memory, terminated, self.initial)  # a new episode remembers nothing
             storage.outcome(reward / config.env.reward_scale, terminated)
