@@ -82,7 +82,7 @@ PyGpuEnv* make_gpu_env(Column<int64_t> id, Column<double> submit, Column<double>
                        Column<int32_t> user, int32_t users, const ddppo::Topology& topology,
                        size_t window_jobs, size_t max_queue, bool dual, const std::string& order,
                        double w_jct, double w_makespan, double w_comm, const std::string& baseline,
-                       bool wait, bool non_blocking, bool set_aside,
+                       bool wait, bool non_blocking, bool set_aside, bool teacher_holds,
                        const std::vector<uint64_t>& seeds) {
   ddppo::GpuJobs jobs = JobColumns{id, submit, runtime, gpus, cpu, mem, user, users}.view();
   ddppo::GpuEnvConfig config{window_jobs, max_queue,  dual,  ddppo::parse_gpu_order(order),
@@ -90,6 +90,7 @@ PyGpuEnv* make_gpu_env(Column<int64_t> id, Column<double> submit, Column<double>
   config.wait = wait;
   config.non_blocking = non_blocking;
   config.set_aside = set_aside;
+  config.teacher_holds = teacher_holds;
   if (baseline != "none") config.baseline = ddppo::parse_gpu_placement(baseline);
   std::vector<nb::object> keep;
   for (nb::handle h : {nb::cast(id), nb::cast(submit), nb::cast(runtime), nb::cast(gpus),
@@ -130,7 +131,7 @@ void bind_gpu_env(nb::module_& m) {
       .def(nb::new_(&make_gpu_env), "id"_a, "submit"_a, "runtime"_a, "gpus"_a, "cpu"_a, "mem"_a,
            "user"_a, "users"_a, "topology"_a, "window_jobs"_a, "max_queue"_a, "dual"_a, "order"_a,
            "w_jct"_a, "w_makespan"_a, "w_comm"_a, "baseline"_a, "wait"_a, "non_blocking"_a,
-           "set_aside"_a, "seeds"_a)
+           "set_aside"_a, "teacher_holds"_a, "seeds"_a)
       .def("__len__", [](const PyGpuEnv& e) { return e.env.size(); })
       .def_prop_ro("slots", [](const PyGpuEnv& e) { return e.env.slots(); })
       .def("set_outputs", &set_gpu_outputs, "slots"_a, "global_"_a, "mask"_a, "reward"_a, "done"_a,

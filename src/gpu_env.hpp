@@ -41,6 +41,9 @@ struct GpuEnvConfig {
   // set_aside; docs/gpu.md, "The set-aside hold"); the baseline and the heuristics'
   // actions are then the hold rule's. Needs `wait` and `non_blocking`.
   bool set_aside = false;
+  // With set_aside: whether the baseline and the heuristics' actions are the hold rule's
+  // (true) or the wait rule's (false: the agent may set aside, its teacher never does).
+  bool teacher_holds = true;
 };
 
 struct GpuOutputs {

@@ -222,6 +222,10 @@ class GpuConfig:
     # faster GPUs that free later; the baseline and the teacher are then the hold rule
     # (docs/gpu.md, "The set-aside hold")
     set_aside: bool = False
+    # with set_aside: false makes the baseline and the teacher the wait rule instead of the
+    # hold rule (the agent may set aside, its teacher never does; docs/gpu.md, "The
+    # set-aside hold")
+    teacher_holds: bool = True
     # config: the teacher and reward baseline are `order` + `reward_baseline` as given |
     # training_best: the rule with the lowest mean avg JCT on the training windows, chosen
     # once when training starts; `order` and `reward_baseline` become its own (docs/gpu.md,
@@ -423,6 +427,11 @@ def _validate(config: TrainConfig) -> None:
         )
     if config.gpu.set_aside and not (config.gpu.wait and config.gpu.non_blocking):
         raise ConfigError("'gpu.set_aside' needs 'gpu.wait' and 'gpu.non_blocking'")
+    if not config.gpu.teacher_holds and not config.gpu.set_aside:
+        raise ConfigError(
+            "'gpu.teacher_holds: false' says the teacher does not set aside: it needs "
+            "'gpu.set_aside: true' (without it no rule sets aside)"
+        )
     if config.gpu.teacher != "config" and config.gpu.mode == "off":
         raise ConfigError(f"'gpu.teacher: {config.gpu.teacher}' is for GPU mode (gpu.mode)")
     if config.run.keep_best and config.gpu.mode != "off":

@@ -31,6 +31,7 @@ from ddppo_hpc.train import Trainer, train
         (["gpu.teacher=best"], "'gpu.teacher' must be one of config, training_best, training_"),
         (["gpu.teacher=training_best"], "'gpu.teacher: training_best' is for GPU mode"),
         (["gpu.set_aside=true", "gpu.wait=true"], "'gpu.set_aside' needs 'gpu.wait' and 'gpu"),
+        (["gpu.teacher_holds=false"], "'gpu.teacher_holds: false' says the teacher does not"),
     ],
 )
 def test_config_errors(overrides, message):
@@ -271,6 +272,24 @@ def test_with_the_set_aside_the_candidates_are_the_hold_rules(tmp_path):
     assert [s[0] for s in training.rule_scores(config, jobs)] == pytest.approx(expected)
     assert training.teacher_line(training.with_teacher(config)) == (
         "teacher: fifo+speed_fit+hold (gpu.teacher training_best: the best on the training windows)"
+    )
+
+
+def test_a_teacher_that_does_not_hold_is_chosen_among_the_wait_rules(tmp_path):
+    (tmp_path / "two.csv").write_text(TWO_WINDOWS)
+    rules = ["gpu.wait=true", "gpu.set_aside=true", "gpu.teacher_holds=false"]
+    config = load_config(None, [f"data.trace={tmp_path / 'two.csv'}", *ON_TWO_SPEEDS, *rules])
+    cluster, jobs = training.cluster_of(config), training.training_jobs(config)
+    def expected_of(r):
+        return np.mean([simulate_gpu(jobs, cluster, *r, 0, f, 3, wait=True).metrics["avg_jct"]
+                        for f in (0, 3)])  # fmt: skip
+
+    expected = sorted(expected_of(r) for r in RULES)
+    assert [s[0] for s in training.rule_scores(config, jobs)] == pytest.approx(expected)
+    best = min(RULES, key=lambda r: expected_of(r))
+    assert training.teacher_line(training.with_teacher(config)) == (
+        f"teacher: {'+'.join(best)}+wait (gpu.teacher training_best: the best on the training "
+        "windows)"
     )
 
 

@@ -207,6 +207,35 @@ def test_set_aside_heuristics_are_the_hold_rule(mode):
     assert total == pytest.approx(0, abs=1e-6)
 
 
+def test_a_wait_rule_teacher_leaves_the_set_aside_to_the_agent():
+    # teacher_holds False: the same set-aside is valid, but the baseline and the heuristics'
+    # actions are fifo + speed_fit + wait, which places B on the P100 at 10 s
+    from test_gpu_env import drive
+
+    jobs, c = three_jobs(1000), cluster(TWO_SPEEDS)
+    env = VecGpuEnv(jobs, c, 1, 3, 4, "placement", "fifo", baseline="speed_fit", wait=True,
+                    non_blocking=True, set_aside=True, teacher_holds=False)  # fmt: skip
+    assert env.teacher_slots == WAIT  # imitation leaves the wait slot out
+    obs, _ = env.reset()
+    obs, *_ = env.step(np.array([1]))  # A on the V100
+    assert env.decision(0) == (10.0, 0, 1) and obs["action_mask"][0, WAIT]
+    assert env.heuristic_actions().tolist() == [0]
+    env.reset()
+    metrics, total = drive(env, "fifo", "speed_fit")
+    rule = simulate_gpu(jobs, c, "fifo", "speed_fit", wait=True).metrics
+    assert metrics == {k: rule[k] for k in env.METRICS}
+    assert total == pytest.approx(0, abs=1e-6)  # the baseline is the wait rule
+    # the agent's set-asides are rewarded against it: B set aside twice, as the hold rule does
+    env.reset()
+    total = 0.0
+    for action in (1, WAIT, WAIT, 0, 1):  # A; B aside at 10 s and 20 s; C on the P100; B
+        obs, reward, terminated, _, info = env.step(np.array([action]))
+        total += float(reward[0])
+    held = simulate_gpu(jobs, c, "fifo", "speed_fit", hold=True).metrics
+    assert terminated[0] and float(info["avg_jct"][0]) == held["avg_jct"]
+    assert total == pytest.approx((rule["avg_jct"] - held["avg_jct"]) * 3 / 3600 / 3)
+
+
 def test_the_set_aside_needs_the_wait_and_non_blocking():
     with pytest.raises(ValueError, match="the set-aside hold needs wait and non_blocking"):
         VecGpuEnv(three_jobs(1000), cluster(TWO_SPEEDS), 1, 3, 4, wait=True, set_aside=True)

@@ -46,9 +46,10 @@ class VecGpuEnv(VecSchedulingEnv):
         jobs that fit now are committed (an ordering step shows the first K of them) and the
         wait is valid only in a placement step while no other waiting job fits now. With
         `set_aside` (needs both), the wait is valid only while the hold rule would set the head
-    aside, and does that (no plain wait); the
-        baseline and heuristic_actions() are the hold rule's, and imitation clones its waits too
-        (docs/gpu.md, "The set-aside hold"). Episode ends, state() and load_state() work as in
+        aside, and does that (no plain wait); the baseline and heuristic_actions() are the hold
+        rule's, and imitation clones its waits too (docs/gpu.md, "The set-aside hold"); with
+        `teacher_holds` False they are the wait rule's instead (the agent may set aside, its
+        teacher never does). Episode ends, state() and load_state() work as in
         VecSchedulingEnv.
     """
 
@@ -70,6 +71,7 @@ class VecGpuEnv(VecSchedulingEnv):
         wait: bool = False,
         non_blocking: bool = False,
         set_aside: bool = False,
+        teacher_holds: bool = True,
     ):
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, not {num_envs}")
@@ -89,6 +91,7 @@ class VecGpuEnv(VecSchedulingEnv):
             wait,
             non_blocking,
             set_aside,
+            teacher_holds,
             [seed + i for i in range(num_envs)],
         )
         s = self._core.slots
@@ -100,7 +103,8 @@ class VecGpuEnv(VecSchedulingEnv):
             1 + int(workload.gpus.max()) + 2 * wait + 4 * window_jobs * set_aside
         )
         self._allocate(s, SLOT_FEATURES, GLOBAL_FEATURES, steps)
-        self.teacher_slots = s - (wait and not set_aside)  # only the hold rule waits
+        # only the hold rule waits
+        self.teacher_slots = s - (wait and not (set_aside and teacher_holds))
         # what imitation clones and the plan feature shows (docs/gpu.md, "Environments")
         self.teacher = teacher_of(baseline)
 

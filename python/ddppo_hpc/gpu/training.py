@@ -118,7 +118,14 @@ def env_for(config: TrainConfig, jobs: GpuWorkload, cluster: Cluster, num_envs: 
         g.wait,
         g.non_blocking,
         g.set_aside,
+        g.teacher_holds,
     )
+
+
+def holds(config: TrainConfig) -> bool:
+    """Whether the teacher and reward baseline are hold rules (docs/gpu.md, "The set-aside
+    hold")."""
+    return config.gpu.set_aside and config.gpu.teacher_holds
 
 
 def rule_name(order: str, placement: str, wait: bool, hold: bool = False) -> str:
@@ -134,7 +141,8 @@ def rule_scores(config: TrainConfig, jobs: GpuWorkload) -> list[tuple[float, str
     """(score, order, placement) of every rule a teacher can be, lowest first (ties: ORDERS,
     then TEACHER_PLACEMENTS order), on the consecutive windows of `env.window_jobs` of `jobs`
     (training_jobs(config): rank 0's with synthetic jobs); wait rules when
-    `gpu.non_blocking` (hold rules with `gpu.set_aside`), as the environment's reward
+    `gpu.non_blocking` (hold rules with `gpu.set_aside` unless `gpu.teacher_holds` is
+    false), as the environment's reward
     baseline is then one. The score is
     `gpu.teacher`'s: training_best the mean avg JCT over the windows, training_geomean the
     geometric mean of each window's avg JCT over the best candidate's on it (a window whose
@@ -143,7 +151,7 @@ def rule_scores(config: TrainConfig, jobs: GpuWorkload) -> list[tuple[float, str
     firsts = window_starts(jobs, n)
     if not firsts:
         raise ConfigError(f"'gpu.teacher': no training window of {n} jobs in {len(jobs)} jobs")
-    wait, hold = config.gpu.non_blocking, config.gpu.set_aside
+    wait, hold = config.gpu.non_blocking, holds(config)
     rules = [(o, p) for o in ORDERS for p in TEACHER_PLACEMENTS]
     jct = np.array(
         [
@@ -181,7 +189,7 @@ def with_teacher(config: TrainConfig) -> TrainConfig:
     scores = rule_scores(config, jobs)
     chosen = copy.deepcopy(config)
     _, chosen.gpu.order, chosen.gpu.reward_baseline = scores[0]
-    kind = config.gpu.non_blocking, config.gpu.set_aside
+    kind = config.gpu.non_blocking, holds(config)
     what, unit = SCORE_NAMES[config.gpu.teacher]
     ranked = ", ".join(f"{rule_name(o, p, *kind)} {unit.format(s)}" for s, o, p in scores)
     windows = len(window_starts(jobs, config.env.window_jobs))
@@ -204,7 +212,7 @@ def choose_teacher(config: TrainConfig, comm: MPI.Comm) -> TrainConfig:
 def teacher_line(config: TrainConfig) -> str:
     """The run's teacher and reward baseline as a rule, and where it came from."""
     g = config.gpu
-    rule = rule_name(g.order, teacher_of(g.reward_baseline), g.non_blocking, g.set_aside)
+    rule = rule_name(g.order, teacher_of(g.reward_baseline), g.non_blocking, holds(config))
     if g.teacher != "config":
         return f"teacher: {rule} (gpu.teacher {g.teacher}: the best on the training windows)"
     return f"teacher: {rule} (gpu.order and gpu.reward_baseline)"
