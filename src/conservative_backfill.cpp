@@ -286,9 +286,13 @@ bool Simulator::plan_by_groups(double near) {
   group_fits_.resize(groups_->size());
   fitting_.clear();
   // The groups that fit now, among those of at most the free procs; where none does (2 in 5
-  // scans on LANL-CM5 x0.25), no group is keyed.
+  // scans on LANL-CM5 x0.25), no group is keyed. The groups come by procs: fit_until() is
+  // found once per procs.
+  int32_t procs = 0;
+  double until = 0;
   groups_->each_live_to(free, [&](size_t g) {
-    if (now_ + groups_->request_of(g) <= fit_until(groups_->procs_of(g))) {
+    if (groups_->procs_of(g) != procs) procs = groups_->procs_of(g), until = fit_until(procs);
+    if (now_ + groups_->request_of(g) <= until) {
       group_fits_[g] = scan_;
       fitting_.push_back(g);
     }
