@@ -286,22 +286,18 @@ bool Simulator::plan_by_groups(double near) {
   group_fits_.resize(groups_->size());
   fitting_.clear();
   // The groups that fit now, among those of at most the free procs; where none does (2 in 5
-  // scans on LANL-CM5 x0.25), no group is keyed.
+  // scans on LANL-CM5 x0.25), no group is keyed. The groups come by procs: fit_until() is
+  // found once per procs.
+  int32_t procs = 0;
+  double until = 0;
   groups_->each_live_to(free, [&](size_t g) {
-    if (now_ + groups_->request_of(g) <= fit_until(groups_->procs_of(g))) {
+    if (groups_->procs_of(g) != procs) procs = groups_->procs_of(g), until = fit_until(procs);
+    if (now_ + groups_->request_of(g) <= until) {
       group_fits_[g] = scan_;
       fitting_.push_back(g);
     }
   });
   if (fitting_.empty()) return true;
-  // One pass keys every group's oldest job (a key is written in place: a pair built aside and
-  // copied stalled the store to load forwarding).
-  heads_.resize(groups_->live());
-  size_t n = 0;
-  groups_->each_live([&](size_t g, int32_t j) {
-    const Keyed k = head_keyed(g, j);
-    heads_[n].first = k.first, heads_[n++].second = j;
-  });
   merge_heads();
   // `touched`: the earliest time the profile or the free procs changed since the group at
   // fitting_.back() was last found still able to start a job; later changes leave it able to.
@@ -354,17 +350,23 @@ constexpr size_t kBuckets = 256;
 }  // namespace
 
 // The groups' heads in policy order, without a heap over all of them (a walk pops a few dozen
-// of some hundreds): merge_ holds them bucketed by key, each bucket sorted by before() once the
-// walk reaches it; a bucket is sorted with the next where their keys may be close (WFP3), so
-// that every key after merge_sorted_ comes after every one before it. The groups' next jobs,
-// pushed as the walk goes, wait in the heap nexts_.
+// of some hundreds): one pass keys every group's oldest job (heads_) and its key's bits; merge_
+// holds them bucketed by key, each bucket sorted by before() once the walk reaches it; a bucket
+// is sorted with the next where their keys may be close (WFP3), so that every key after
+// merge_sorted_ comes after every one before it. The groups' next jobs, pushed as the walk
+// goes, wait in the heap nexts_.
 void Simulator::merge_heads() {
+  heads_.resize(groups_->live());
   head_bits_.resize(heads_.size());
   uint64_t low = ~uint64_t{0}, high = 0;
-  for (size_t i = 0; i < heads_.size(); ++i) {
-    const uint64_t u = head_bits_[i] = ordered_bits(heads_[i].first);
+  size_t n = 0;
+  groups_->each_live([&](size_t g, int32_t j) {
+    // Written in place: a pair built aside and copied stalled the store to load forwarding.
+    const Keyed k = head_keyed(g, j);
+    const uint64_t u = head_bits_[n] = ordered_bits(k.first);
+    heads_[n].first = k.first, heads_[n++].second = j;
     low = std::min(low, u), high = std::max(high, u);
-  }
+  });
   int shift = kCloseBits + 1;
   while ((high - low) >> shift >= kBuckets) ++shift;
   merge_low_ = low, merge_shift_ = shift;
