@@ -280,6 +280,7 @@ def test_a_teacher_that_does_not_hold_is_chosen_among_the_wait_rules(tmp_path):
     rules = ["gpu.wait=true", "gpu.set_aside=true", "gpu.teacher_holds=false"]
     config = load_config(None, [f"data.trace={tmp_path / 'two.csv'}", *ON_TWO_SPEEDS, *rules])
     cluster, jobs = training.cluster_of(config), training.training_jobs(config)
+
     def expected_of(r):
         return np.mean([simulate_gpu(jobs, cluster, *r, 0, f, 3, wait=True).metrics["avg_jct"]
                         for f in (0, 3)])  # fmt: skip

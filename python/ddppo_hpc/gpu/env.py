@@ -31,26 +31,26 @@ def teacher_of(baseline: str) -> str:
 
 class VecGpuEnv(VecSchedulingEnv):
     """`num_envs` environments on episodes of `window_jobs` consecutive jobs of `workload`
-        on `cluster`, from seeded random starts (environment i uses seed `seed + i`).
+    on `cluster`, from seeded random starts (environment i uses seed `seed + i`).
 
-        The observation has the keys of VecSchedulingEnv so that the same trainer and
-        storage serve both: `jobs` holds the S = max(max_queue, GPUs) slots ([B, S,
-        SLOT_FEATURES]: waiting jobs in an ordering step, GPUs in a placement step),
-        `cluster` the global features ([B, GLOBAL_FEATURES], feature 0 = 1 in a placement
-        step) and `action_mask` the valid slots; an ordering step shows the waiting jobs in
-        `order`'s order. Rewards: per started job, -(w_jct * JCT / 1 h + w_comm * comm cost /
-        link_cross) / window_jobs; at the end, -w_makespan * makespan / 1 h. With `baseline`
-        (a placement heuristic), each term is taken relative to the same job's (the window's)
-        under `order` + `baseline` on the same window. With `wait`, the last slot is the wait
-        action (start nothing until the next arrival or completion). With `non_blocking`, only
-        jobs that fit now are committed (an ordering step shows the first K of them) and the
-        wait is valid only in a placement step while no other waiting job fits now. With
-        `set_aside` (needs both), the wait is valid only while the hold rule would set the head
-        aside, and does that (no plain wait); the baseline and heuristic_actions() are the hold
-        rule's, and imitation clones its waits too (docs/gpu.md, "The set-aside hold"); with
-        `teacher_holds` False they are the wait rule's instead (the agent may set aside, its
-        teacher never does). Episode ends, state() and load_state() work as in
-        VecSchedulingEnv.
+    The observation has the keys of VecSchedulingEnv so that the same trainer and
+    storage serve both: `jobs` holds the S = max(max_queue, GPUs) slots ([B, S,
+    SLOT_FEATURES]: waiting jobs in an ordering step, GPUs in a placement step),
+    `cluster` the global features ([B, GLOBAL_FEATURES], feature 0 = 1 in a placement
+    step) and `action_mask` the valid slots; an ordering step shows the waiting jobs in
+    `order`'s order. Rewards: per started job, -(w_jct * JCT / 1 h + w_comm * comm cost /
+    link_cross) / window_jobs; at the end, -w_makespan * makespan / 1 h. With `baseline`
+    (a placement heuristic), each term is taken relative to the same job's (the window's)
+    under `order` + `baseline` on the same window. With `wait`, the last slot is the wait
+    action (start nothing until the next arrival or completion). With `non_blocking`, only
+    jobs that fit now are committed (an ordering step shows the first K of them) and the
+    wait is valid only in a placement step while no other waiting job fits now. With
+    `set_aside` (needs both), the wait is valid only while the hold rule would set the head
+    aside, and does that (no plain wait); the baseline and heuristic_actions() are the hold
+    rule's, and imitation clones its waits too (docs/gpu.md, "The set-aside hold"); with
+    `teacher_holds` False they are the wait rule's instead (the agent may set aside, its
+    teacher never does). Episode ends, state() and load_state() work as in
+    VecSchedulingEnv.
     """
 
     METRICS = GPU_EPISODE_METRICS
