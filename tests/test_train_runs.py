@@ -1,5 +1,6 @@
-"""The training command line: a size-1 run without mpirun, bad configuration, and SIGUSR1
-mid-run under mpirun -n 2 then --resume giving the weights of an uninterrupted run;
+"""The training command line: a size-1 run without mpirun, bad configuration, SIGUSR1
+mid-run under mpirun -n 2 then --resume giving the weights of an uninterrupted run, and
+SIGUSR1 during the setup stopping the run at its first update;
 jobs/local.sh's exit status after a signal and after a failure."""
 
 import os
@@ -96,6 +97,32 @@ def test_signal_then_resume_equals_an_uninterrupted_run(tmp_path):
     a, b = weights(straight), weights(stopped)
     assert b["update"] == 10 and (stopped / "COMPLETED").read_text() == "10\n"
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+
+
+# A size-1 run that signals itself while its configuration loads, before any rank trains:
+# the signal Slurm's --signal sends as early as it likes.
+SIGNAL_IN_SETUP = """
+import os, signal, sys
+from ddppo_hpc import train
+load = train.run_config
+def signalled(*args):
+    os.kill(os.getpid(), signal.SIGUSR1)
+    return load(*args)
+train.run_config = signalled
+sys.exit(train.main(sys.argv[1:]))
+"""
+
+
+def test_signal_during_setup_stops_at_the_first_update(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-c", SIGNAL_IN_SETUP, "--run-dir", str(tmp_path), *SMALL],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "stopped by signal at update 1" in out.stderr
+    assert (tmp_path / "STOPPED").read_text() == "1\n" and weights(tmp_path)["update"] == 1
 
 
 def test_evaluate_compares_the_policy_with_every_heuristic(tmp_path):

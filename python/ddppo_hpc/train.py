@@ -312,10 +312,18 @@ def log_update(log: MetricsLog, config: TrainConfig, update: int, losses: dict, 
 
 
 def train(
-    config: TrainConfig, ctx: context.Context, run_dir: Path, resume: bool, force: bool = False
+    config: TrainConfig,
+    ctx: context.Context,
+    run_dir: Path,
+    resume: bool,
+    force: bool = False,
+    stop: control.StopFlag | None = None,
 ) -> Trainer:
     """Trains to `ppo.updates`. Rank 0 writes the run directory; an error that any rank meets
-    (a bad trace, an unreadable checkpoint, a full disk) is a RunError on every rank."""
+    (a bad trace, an unreadable checkpoint, a full disk) is a RunError on every rank. `stop`:
+    the flag that main() installed before the setup, so that a signal during it stops the
+    run at its first update instead of killing it."""
+    stop = stop or control.StopFlag()
     comm, updates = ctx.comm, config.ppo.updates
 
     def on_rank0(work, *args):
@@ -325,7 +333,6 @@ def train(
         on_rank0(control.prepare_run_dir, run_dir, force)
     trainer = control.collectively(comm, start, config, ctx, run_dir, resume)
     sync.broadcast_state(trainer.policy, trainer.optimizer)  # rank 0's state everywhere
-    stop = control.StopFlag()
     resumed = trainer.update if resume else None
     log = on_rank0(open_log, config, run_dir, resumed)
     while trainer.update < updates:
@@ -402,6 +409,7 @@ def run_config(args: argparse.Namespace, run_dir: Path) -> TrainConfig:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop = control.StopFlag()  # first: Slurm's --signal may come while the setup runs
     args = parse_args(argv)
     comm = MPI.COMM_WORLD
     name = Path(args.config).stem if args.config else "default"
@@ -411,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.resume:  # a resumed run keeps its checkpoint's teacher
             config = gpu_training.choose_teacher(config, comm)
         ctx = context.init(config.run.device)
-        train(config, ctx, run_dir, args.resume, args.force)
+        train(config, ctx, run_dir, args.resume, args.force, stop)
     except (control.RunError, context.LaunchError) as e:  # on every rank: rank 0 says it
         if comm.Get_rank() == 0:
             print(f"python -m ddppo_hpc.train: error: {e}", file=sys.stderr)

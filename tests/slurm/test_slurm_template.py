@@ -16,8 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "jobs" / "slurm" / "train.sbatch"
 CONFIG = ["--config", "configs/demo.yaml"]
 # Slurm checks limits every 30 s and signals at the first check within 60 + 30 s of the
-# 2-minute limit: 30 to 60 s after the start, when the ranks catch it (a signal before their
-# handlers kills them), with a minute left to checkpoint and requeue. 200 updates take about
+# 2-minute limit: 30 to 60 s after the start, when the ranks catch it (their handlers are
+# in place once Python has imported the trainer, a few seconds in, even on a loaded machine;
+# a signal during the setup stops the run at its first update), with a minute left to
+# checkpoint and requeue. 200 updates take about
 # 90 s on 2 idle cores beside the reference run: the first start is still training then.
 # (On 2 cores that other work loads 10 times over, the test takes 10 times as long.)
 LIMIT = ["--time=2", "--signal=USR1@60"]
