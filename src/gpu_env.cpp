@@ -52,7 +52,7 @@ void GpuBatchEnv::start_window(Env& e, size_t begin, uint64_t seed) {
   e.base_makespan = 0;
   if (config_.baseline) {  // the heuristic on the same window, with the same random draws
     GpuCluster h(jobs_, topo_, begin, begin + config_.window_jobs, seed, config_.non_blocking);
-    h.run(config_.order, *config_.baseline, config_.set_aside && config_.teacher_holds);
+    h.run(config_.order, *config_.baseline, config_.teacher_sets_aside());
     for (size_t k = 0; k < config_.window_jobs; ++k) e.base_job.push_back(job_term(h, k));
     e.base_makespan = compute_gpu_metrics(h).makespan;
   }
@@ -164,7 +164,7 @@ void GpuBatchEnv::heuristic_actions(GpuOrder order, GpuPlacement placement, int3
   for (size_t i = 0; i < envs_.size(); ++i) {
     GpuCluster& s = *envs_[i].sim;
     if (s.phase() == GpuCluster::Phase::kPlace) {
-      bool hold = config_.teacher_holds && holds(s);
+      bool hold = config_.teacher_sets_aside() && s.can_set_aside();
       actions[i] = hold ? static_cast<int32_t>(slots() - 1) : s.placement_gpu(placement);
       continue;
     }

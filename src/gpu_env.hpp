@@ -44,6 +44,8 @@ struct GpuEnvConfig {
   // With set_aside: whether the baseline and the heuristics' actions are the hold rule's
   // (true) or the wait rule's (false: the agent may set aside, its teacher never does).
   bool teacher_holds = true;
+  // Whether the baseline and the heuristics' actions are the hold rule's.
+  bool teacher_sets_aside() const { return set_aside && teacher_holds; }
 };
 
 struct GpuOutputs {
