@@ -149,6 +149,11 @@ class PPOConfig:
     # there on, that state weighted by what a random rule loses; docs/environment.md "Rule
     # costs")
     imitation_loss: str = "cross_entropy"
+    # after the imitation updates, PPO's loss adds this times the cross-entropy of the
+    # teacher's pick among the teacher's slots (the wait stays to PPO) at every rollout state
+    # whose slots show it (a behaviour-cloning term as in DAPG, Rajeswaran et al., 2018): the
+    # policy leaves the teacher only where the advantage pays for it; 0: off
+    imitation_coef: float = 0.0
 
 
 @dataclass
@@ -436,6 +441,8 @@ def _validate(config: TrainConfig) -> None:
         raise ConfigError(f"'gpu.teacher: {config.gpu.teacher}' is for GPU mode (gpu.mode)")
     if config.run.keep_best and config.gpu.mode != "off":
         raise ConfigError("'run.keep_best' is for the HPC queue (gpu.mode: off)")
+    if config.ppo.imitation_coef < 0:
+        raise ConfigError("'ppo.imitation_coef' must be at least 0")
     if config.ppo.imitation_updates < 0:
         raise ConfigError("'ppo.imitation_updates' must be at least 0")
     if config.ppo.imitation_loss == "costs" and not config.env.order_actions:

@@ -97,6 +97,7 @@ class Trainer:
             cluster,
             None if self.initial is None else self.initial.shape[1:],
             costs=ppo.imitation_loss == "costs",
+            teacher=ppo.imitation_coef > 0,
         )
         self.preemption = Preemption(
             ctx.comm, config.dist.sync_frac, config.dist.min_rollout_frac, config.dist.preemption
@@ -152,6 +153,8 @@ class Trainer:
             began = time.perf_counter()
             actions, learnt, logprobs, values, memory = self.act(self.obs)
             storage.insert(self.obs, learnt, logprobs, values, memory)
+            if storage.teacher is not None:
+                storage.teacher[storage.used] = torch.from_numpy(self.env.heuristic_actions())
             if self.imitating():  # cloned among the teacher's choices (not the wait)
                 storage.mask[storage.used, :, self.env.teacher_slots :] = False
                 if storage.costs is not None:  # relative to the state's cheapest rule
@@ -199,6 +202,8 @@ class Trainer:
             batch["memory"] = s.flat("memory")
         if self.imitating() and s.costs is not None:
             batch["costs"] = s.flat("costs")
+        if not self.imitating() and s.teacher is not None:
+            batch["teacher"] = s.flat("teacher")
         samples = len(batch["actions"])
         total = sync.all_sum(torch.tensor([float(samples)]), "samples").item()
         stats = []
@@ -215,7 +220,13 @@ class Trainer:
                     loss, st = imitation_loss(self.policy, minibatch, ppo.value_coef)
                 else:
                     loss, st = ppo_loss(
-                        self.policy, minibatch, ppo.clip, ppo.value_coef, ppo.entropy_coef
+                        self.policy,
+                        minibatch,
+                        ppo.clip,
+                        ppo.value_coef,
+                        ppo.entropy_coef,
+                        ppo.imitation_coef,
+                        self.env.teacher_slots,
                     )
                 self.optimizer.zero_grad()
                 loss.backward()

@@ -14,6 +14,7 @@ from ddppo_hpc.dist import context
 from ddppo_hpc.gpu import ORDERS, simulate_gpu, training
 from ddppo_hpc.gpu.env import GLOBAL_FEATURES, SLOT_FEATURES
 from ddppo_hpc.policy import DualPolicy
+from ddppo_hpc.rl.ppo import masked_distribution, teacher_cross_entropy
 from ddppo_hpc.train import Trainer, train
 
 
@@ -95,6 +96,36 @@ def test_imitation_updates_follow_and_copy_the_heuristic(tmp_path, wait):
     assert not trainer.imitating()
     trainer.rollout()
     assert trainer.storage.mask[..., -1].any()
+
+
+def test_the_imitation_coef_pulls_ppo_towards_the_teacher(tmp_path):
+    overrides = [*TINY_GPU, "gpu.mode=placement", "gpu.wait=true"]
+    trainers, last = {}, {}
+    for coef in (0, 10):
+        config = load_config(None, [*overrides, f"ppo.imitation_coef={coef}"])
+        trainers[coef] = Trainer(config, context.init("cpu"), tmp_path / str(coef))
+        last[coef] = trainers[coef].rollout()["last_value"]
+    storage = trainers[10].storage
+    assert trainers[0].storage.teacher is None
+    assert torch.equal(storage.actions, trainers[0].storage.actions)  # the same rollout
+    env = training.make_env(config, 0, 1)  # replayed: the teacher's pick at each state
+    env.reset()
+    expected = []
+    for actions in storage.actions.numpy().astype(np.int32):
+        expected.append(env.heuristic_actions())
+        env.step(actions)
+    assert np.array_equal(storage.teacher.numpy(), np.stack(expected))
+    # one update each on that rollout: the term lowers the teacher's cross-entropy there
+    flat = {k: storage.flat(k) for k in ("jobs", "cluster", "mask", "teacher")}
+    slots = trainers[10].env.teacher_slots
+    after = {}
+    for coef, trainer in trainers.items():
+        trainer.learn(last[coef])
+        with torch.no_grad():
+            logits, _ = trainer.policy(flat["jobs"], flat["cluster"], flat["mask"])
+        dist = masked_distribution(logits, flat["mask"])
+        after[coef] = teacher_cross_entropy(dist, flat["mask"], flat["teacher"], slots).item()
+    assert after[10] < after[0]
 
 
 def test_dual_training_updates_both_networks(tmp_path):

@@ -1,5 +1,7 @@
 """PPO pieces: GAE by hand, masked sampling, the loss at the old policy, the policies."""
 
+import math
+
 import pytest
 import torch
 
@@ -7,7 +9,7 @@ from ddppo_hpc.config import PolicyConfig
 from ddppo_hpc.env.vector import CLUSTER_FEATURES, JOB_FEATURES
 from ddppo_hpc.policy import build_policy
 from ddppo_hpc.rl import gae, ppo_loss
-from ddppo_hpc.rl.ppo import masked_distribution
+from ddppo_hpc.rl.ppo import masked_distribution, teacher_cross_entropy
 
 
 def test_gae_by_hand():
@@ -36,6 +38,21 @@ def test_masked_slots_are_never_sampled():
     torch.manual_seed(0)
     assert (dist.sample() != 2).all()
     assert dist.probs[0, 2].item() == 0.0
+
+
+def test_teacher_cross_entropy_by_hand():
+    # Slots 0-2 are the teacher's, slot 3 the wait (left out); slot 1 masked in row 0.
+    logits = torch.log(torch.tensor([[1.0, 5.0, 3.0, 4.0], [2.0, 1.0, 1.0, 4.0]]))
+    mask = torch.tensor([[True, False, True, True], [True, True, True, True]])
+    dist = masked_distribution(logits, mask)
+    # row 0: the pick (slot 2) among slots 0 and 2: 3 / 4; row 1: slot 0 among 0-2: 2 / 4
+    ce = teacher_cross_entropy(dist, mask, torch.tensor([2, 0]), 3)
+    assert ce.item() == pytest.approx(-(math.log(3 / 4) + math.log(2 / 4)) / 2)
+    # picks no valid teacher slot shows (-1, masked, the wait) count for nothing
+    assert teacher_cross_entropy(dist, mask, torch.tensor([1, -1]), 3).item() == 0
+    assert teacher_cross_entropy(dist, mask, torch.tensor([3, 0]), 3).item() == pytest.approx(
+        -math.log(2 / 4)
+    )
 
 
 @pytest.mark.parametrize("name", ["mlp", "attention"])

@@ -24,6 +24,7 @@ class RolloutStorage:
         cluster_features: int,
         memory_shape: tuple[int, ...] | None = None,
         costs: bool = False,
+        teacher: bool = False,
     ):
         t, b = steps, num_envs
         self.jobs = torch.zeros(t, b, slots, job_features)
@@ -37,6 +38,9 @@ class RolloutStorage:
         self.memory = None if memory_shape is None else torch.zeros(t, b, *memory_shape)
         # With `costs`: each slot's cost to go at the step (cost_loss), 0 where masked.
         self.costs = torch.zeros(t, b, slots) if costs else None
+        # With `teacher`: the teacher's pick at the step, -1 where no slot shows it
+        # (teacher_cross_entropy).
+        self.teacher = torch.zeros(t, b, dtype=torch.long) if teacher else None
         self.used = 0
 
     def insert(self, obs: dict, actions, logprobs, values, memory=None) -> None:
@@ -141,11 +145,35 @@ def cost_loss(
     return policy_loss + value_coef * value_loss - entropy_coef * entropy, stats
 
 
+def teacher_cross_entropy(
+    dist: Categorical, mask: torch.Tensor, teacher: torch.Tensor, slots: int
+) -> torch.Tensor:
+    """The mean cross-entropy of the teacher's picks among the valid slots before `slots`
+    (the teacher's: not the wait), over the samples whose pick a valid slot shows (0 with
+    none)."""
+    pick = teacher.clamp(min=0)[:, None]
+    shown = (teacher >= 0) & (teacher < slots) & mask.gather(1, pick).squeeze(1)
+    if not shown.any():
+        return dist.logits.new_zeros(())
+    choices = mask[shown].clone()
+    choices[:, slots:] = False
+    logp = dist.logits[shown]
+    among = logp.masked_fill(~choices, -torch.inf).logsumexp(dim=1)
+    return (among - logp.gather(1, pick[shown]).squeeze(1)).mean()
+
+
 def ppo_loss(
-    policy, batch: dict[str, torch.Tensor], clip: float, value_coef: float, entropy_coef: float
+    policy,
+    batch: dict[str, torch.Tensor],
+    clip: float,
+    value_coef: float,
+    entropy_coef: float,
+    imitation_coef: float = 0.0,
+    teacher_slots: int = 0,
 ) -> tuple[torch.Tensor, PPOStats]:
     """The clipped surrogate, value and entropy terms on one minibatch (advantages already
-    normalised)."""
+    normalised); with batch["teacher"], plus `imitation_coef` times the teacher's
+    cross-entropy among its `teacher_slots` (ppo.imitation_coef)."""
     dist, logprobs, value_loss = _evaluate(policy, batch)
     ratio = torch.exp(logprobs - batch["logprobs"])
     advantages = batch["advantages"]
@@ -153,6 +181,10 @@ def ppo_loss(
     policy_loss = -surrogate.mean()
     entropy = dist.entropy().mean()
     loss = policy_loss + value_coef * value_loss - entropy_coef * entropy
+    if "teacher" in batch:
+        loss = loss + imitation_coef * teacher_cross_entropy(
+            dist, batch["mask"], batch["teacher"], teacher_slots
+        )
     with torch.no_grad():
         stats = PPOStats(
             policy_loss=policy_loss.item(),
