@@ -154,6 +154,11 @@ class PPOConfig:
     # whose slots show it (a behaviour-cloning term as in DAPG, Rajeswaran et al., 2018): the
     # policy leaves the teacher only where the advantage pays for it; 0: off
     imitation_coef: float = 0.0
+    # true: imitation's cross-entropy (and imitation_coef's) also covers the slots the teacher
+    # never takes (the wait; GPU mode's set-aside), so the copy starts from the teacher's never
+    # taking them and PPO learns where they pay, instead of from whatever probability the
+    # untrained slot had (docs/gpu.md, "Why trained runs fail on some seeds")
+    imitation_wait: bool = False
 
 
 @dataclass

@@ -137,6 +137,13 @@ class Trainer:
         learnt = actions if teacher is None else teacher
         return actions, learnt, dist.log_prob(learnt), values, memory
 
+    def imitated_slots(self) -> int:
+        """The slots that imitation's cross-entropy covers: the teacher's, or with
+        ppo.imitation_wait every slot (the wait and the set-aside too)."""
+        if self.config.ppo.imitation_wait:
+            return self.storage.mask.shape[2]
+        return self.env.teacher_slots
+
     def imitating(self) -> bool:
         """Whether this update copies the environment's heuristic (ppo.imitation_updates)."""
         return self.update < self.config.ppo.imitation_updates
@@ -156,7 +163,7 @@ class Trainer:
             if storage.teacher is not None:
                 storage.teacher[storage.used] = torch.from_numpy(self.env.heuristic_actions())
             if self.imitating():  # cloned among the teacher's choices (not the wait)
-                storage.mask[storage.used, :, self.env.teacher_slots :] = False
+                storage.mask[storage.used, :, self.imitated_slots() :] = False
                 if storage.costs is not None:  # relative to the state's cheapest rule
                     costs = self.env.rule_costs()
                     relative = costs - costs.min(axis=1, keepdims=True)
@@ -226,7 +233,7 @@ class Trainer:
                         ppo.value_coef,
                         ppo.entropy_coef,
                         ppo.imitation_coef,
-                        self.env.teacher_slots,
+                        self.imitated_slots(),
                     )
                 self.optimizer.zero_grad()
                 loss.backward()

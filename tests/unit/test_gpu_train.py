@@ -74,10 +74,12 @@ def test_validation_jobs_come_before_the_held_out_ones():
     assert valid.id[0] == jobs.id[len(jobs) - 150] and held.id[0] == jobs.id[len(jobs) - 100]
 
 
-@pytest.mark.parametrize("wait", ["false", "true"])
-def test_imitation_updates_follow_and_copy_the_heuristic(tmp_path, wait):
+@pytest.mark.parametrize(
+    ("wait", "imitation_wait"), [("false", "false"), ("true", "false"), ("true", "true")]
+)
+def test_imitation_updates_follow_and_copy_the_heuristic(tmp_path, wait, imitation_wait):
     overrides = [*TINY_GPU, "gpu.mode=placement", "ppo.imitation_updates=1", f"gpu.wait={wait}"]
-    config = load_config(None, overrides)
+    config = load_config(None, [*overrides, f"ppo.imitation_wait={imitation_wait}"])
     trainer = Trainer(config, context.init("cpu"), tmp_path)
     env = training.make_env(config, 0, 1)
     env.reset()
@@ -90,8 +92,10 @@ def test_imitation_updates_follow_and_copy_the_heuristic(tmp_path, wait):
     stats = trainer.learn(rollout["last_value"])
     assert stats["policy_loss"] > 0 and stats["approx_kl"] == 0  # a cross-entropy
     # with gpu.wait the wait slot (the last; else a GPU) is left out of the cloning: the
-    # heuristics never wait, and PPO is to learn when to
-    assert trainer.storage.mask[..., -1].any() == (wait == "false")
+    # heuristics never wait, and PPO is to learn when to; with ppo.imitation_wait the copy
+    # learns the never-waiting too
+    cloned = wait == "false" or imitation_wait == "true"
+    assert trainer.storage.mask[..., -1].any() == cloned
     trainer.update = 1
     assert not trainer.imitating()
     trainer.rollout()
