@@ -329,11 +329,24 @@ bool Simulator::plan_by_groups(double near) {
       const int32_t o = group_fits_[f] == scan_ ? groups_->oldest_of(f) : -1;
       if (o >= 0) {
         if (touched > now_ && touched >= now_ + estimate(o)) break;
-        if (can_start_now(o)) {
+        const int32_t procs = groups_->procs_of(f);
+        const double until =
+            procs <= free_ ? profile_.fits_until(procs) : -std::numeric_limits<double>::infinity();
+        if (now_ + estimate(o) <= until) {  // can_start_now(o)
           touched = std::numeric_limits<double>::infinity();
           break;
         }
-        group_fits_[f] = 0;
+        // Nor can the groups of these procs and a longer request, at the end of fitting_, in
+        // (procs, request) order: all go at once. Their marks stay: their jobs, if walked, are
+        // found unable to start.
+        fitting_.erase(std::partition_point(fitting_.begin(), fitting_.end(),
+                                            [&](size_t g) {
+                                              return groups_->procs_of(g) < procs ||
+                                                     now_ + groups_->request_of(g) <= until;
+                                            }),
+                       fitting_.end());
+        touched = now_;
+        continue;
       }
       fitting_.pop_back();
       touched = now_;  // the next group has not been checked against what changed
