@@ -162,7 +162,7 @@ int32_t Simulator::pick_heuristic() const {
       return pick_wfp3();
     case Policy::kUnicep:
       return lowest([this](size_t g, int32_t) {
-        return unicep_score(groups_->oldest_submit(g), groups_->cached_of(g));
+        return unicep_score(now_, groups_->oldest_submit(g), groups_->cached_of(g));
       });
     default:
       return lowest([this](size_t g, int32_t) { return sjbf_score_of(g); });
@@ -307,7 +307,7 @@ double Simulator::priority(int32_t job) const {
     case Policy::kWfp3:
       return score(policy_, w_, job, now_);
     case Policy::kUnicep:
-      return unicep_score(w_.submit[job], cached_[job - begin_]);
+      return unicep_score(now_, w_.submit[job], cached_[job - begin_]);
     case Policy::kSjbf:
       return sjbf_score(job);
     default:
@@ -325,7 +325,7 @@ void Simulator::settle(std::vector<Keyed>::iterator first,
 int32_t Simulator::pick_wfp3() const {
   double most = 0;
   auto product = [this](size_t g) {
-    return wfp3_product(groups_->oldest_submit(g), groups_->cached_of(g));
+    return wfp3_product(now_, groups_->oldest_submit(g), groups_->cached_of(g));
   };
   groups_->each_live([&](size_t g, int32_t) { most = std::max(most, product(g)); });
   const double near = most * (1 - 1e-9);

@@ -387,6 +387,17 @@ class WaitingGroups {
   void each_live(Visit visit) const {
     for (int32_t id : live_) visit(static_cast<size_t>(id), oldest_[id]);
   }
+  // Writes (key(group, its oldest waiting job's submit time, its cached value), that job) for
+  // every group that has a waiting job into `out`: a pass over arrays by group.
+  template <typename Key>
+  void key_live(std::vector<std::pair<double, int32_t>>& out, Key key) const {
+    out.resize(live_.size());
+    for (size_t i = 0; i < live_.size(); ++i) {
+      const int32_t id = live_[i];
+      out[i].first = key(static_cast<size_t>(id), oldest_submit_[id], cached_[id]);
+      out[i].second = oldest_[id];
+    }
+  }
   // Calls visit(j) for the oldest waiting job of every group that has one.
   template <typename Visit>
   void each_oldest(Visit visit) const {
