@@ -371,19 +371,26 @@ constexpr size_t kFirstHeads = 4;
 // as the walk goes, wait in the heap nexts_.
 void Simulator::merge_heads() {
   const double now = now_;  // a local: the pass writes doubles, which might alias now_
+  heads_.resize(groups_->live());
+  size_t n = 0;
+  auto key_each = [&](auto key) {
+    groups_->each_live([&](size_t g, int32_t j, double submit, double cached) {
+      heads_[n].first = key(g, submit, cached), heads_[n++].second = j;
+    });
+  };
   switch (policy_) {
     case Policy::kWfp3:
-      groups_->key_live(heads_, [now](size_t, double submit, double cached) {
+      key_each([now](size_t, double submit, double cached) {
         return -wfp3_product(now, submit, cached);
       });
       break;
     case Policy::kUnicep:
-      groups_->key_live(heads_, [now](size_t, double submit, double divisor) {
+      key_each([now](size_t, double submit, double divisor) {
         return unicep_score(now, submit, divisor);
       });
       break;
     default:
-      groups_->key_live(heads_, [this](size_t g, double, double) { return sjbf_score_of(g); });
+      key_each([this](size_t g, double, double) { return sjbf_score_of(g); });
   }
   head_bounds_.assign(1, static_cast<uint32_t>(heads_.size()));
   merged_ = heads_settled_ = 0;
