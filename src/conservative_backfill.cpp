@@ -4,6 +4,7 @@
 // The helpers a scan calls per job are `inline`: the core is built position-independent, where
 // GCC neither inlines nor calls directly a member function that another library could replace.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -303,7 +304,7 @@ bool Simulator::plan_by_groups(double near) {
   // fitting_.back() was last found still able to start a job; later changes leave it able to.
   double touched = std::numeric_limits<double>::infinity();
   while (!fitting_.empty()) {
-    if (merged_ == merge_.size() && nexts_.empty()) break;  // the rest passed over
+    if (merged_ == heads_.size() && nexts_.empty()) break;  // the rest passed over
     const int32_t j = merge_pop().second;
     const size_t g = groups_->group(j);
     const double duration = estimate(j);
@@ -329,11 +330,24 @@ bool Simulator::plan_by_groups(double near) {
       const int32_t o = group_fits_[f] == scan_ ? groups_->oldest_of(f) : -1;
       if (o >= 0) {
         if (touched > now_ && touched >= now_ + estimate(o)) break;
-        if (can_start_now(o)) {
+        const int32_t procs = groups_->procs_of(f);
+        const double until =
+            procs <= free_ ? profile_.fits_until(procs) : -std::numeric_limits<double>::infinity();
+        if (now_ + estimate(o) <= until) {  // can_start_now(o)
           touched = std::numeric_limits<double>::infinity();
           break;
         }
-        group_fits_[f] = 0;
+        // Nor can the groups of these procs and a longer request, at the end of fitting_, in
+        // (procs, request) order: all go at once. Their marks stay: their jobs, if walked, are
+        // found unable to start.
+        fitting_.erase(std::partition_point(fitting_.begin(), fitting_.end(),
+                                            [&](size_t g) {
+                                              return groups_->procs_of(g) < procs ||
+                                                     now_ + groups_->request_of(g) <= until;
+                                            }),
+                       fitting_.end());
+        touched = now_;
+        continue;
       }
       fitting_.pop_back();
       touched = now_;  // the next group has not been checked against what changed
@@ -343,67 +357,141 @@ bool Simulator::plan_by_groups(double near) {
 }
 
 namespace {
-// Two WFP3 keys close enough for before() to compare their scores lie fewer than this many
-// doubles apart (at most 1e-9 * 2^54 < 2^25); buckets are at least twice as wide.
-constexpr int kCloseBits = 25;
-constexpr size_t kBuckets = 256;
+// sort_heads_through() sorts a part of heads_ this long or shorter at once.
+constexpr size_t kSortedAtOnce = 16;
+// merge_heads() puts this many first heads into order in one pass: half the walks settle at
+// most 3 heads (LANL-CM5 x0.25, WFP3; 3 in 10 more than 16, 1 in 15 more than 128). 8 or 16: 1-16%
+// more instructions (more moves per head taken in), 2: 1-4% more (more partitions).
+constexpr size_t kFirstHeads = 4;
 }  // namespace
 
-// The groups' heads in policy order, without a heap over all of them (a walk pops a few dozen
-// of some hundreds): one pass keys every group's oldest job (heads_) and its key's bits; merge_
-// holds them bucketed by key, each bucket sorted by before() once the walk reaches it; a bucket
-// is sorted with the next where their keys may be close (WFP3), so that every key after
-// merge_sorted_ comes after every one before it. The groups' next jobs, pushed as the walk
-// goes, wait in the heap nexts_.
+// The groups' heads in policy order, without a heap or a sort over all of them (a walk pops a
+// few dozen of some hundreds): one pass keys every group's oldest job into heads_, which
+// merge_pop() puts into order only as far as the walk reaches. The groups' next jobs, pushed
+// as the walk goes, wait in the heap nexts_.
 void Simulator::merge_heads() {
+  const double now = now_;  // a local: the pass writes doubles, which might alias now_
   heads_.resize(groups_->live());
-  head_bits_.resize(heads_.size());
-  uint64_t low = ~uint64_t{0}, high = 0;
   size_t n = 0;
-  groups_->each_live([&](size_t g, int32_t j) {
-    // Written in place: a pair built aside and copied stalled the store to load forwarding.
-    const Keyed k = head_keyed(g, j);
-    const uint64_t u = head_bits_[n] = ordered_bits(k.first);
-    heads_[n].first = k.first, heads_[n++].second = j;
-    low = std::min(low, u), high = std::max(high, u);
-  });
-  int shift = kCloseBits + 1;
-  while ((high - low) >> shift >= kBuckets) ++shift;
-  merge_low_ = low, merge_shift_ = shift;
-  bucket_ends_.assign(kBuckets + 1, 0);
-  for (uint64_t& u : head_bits_) ++bucket_ends_[(u = (u - low) >> shift) + 1];
-  for (size_t b = 0; b < kBuckets; ++b) bucket_ends_[b + 1] += bucket_ends_[b];
-  merge_.resize(heads_.size());
-  for (size_t i = 0; i < heads_.size(); ++i)  // each to its bucket's end so far
-    merge_[bucket_ends_[head_bits_[i]]++] = heads_[i];
-  merged_ = merge_sorted_ = 0;
+  auto key_each = [&](auto key) {
+    groups_->each_live([&](size_t g, int32_t j, double submit, double cached) {
+      heads_[n].first = key(g, submit, cached), heads_[n++].second = j;
+    });
+  };
+  switch (policy_) {
+    case Policy::kWfp3:
+      key_each([now](size_t, double submit, double cached) {
+        return -wfp3_product(now, submit, cached);
+      });
+      break;
+    case Policy::kUnicep:
+      key_each([now](size_t, double submit, double divisor) {
+        return unicep_score(now, submit, divisor);
+      });
+      break;
+    default:
+      key_each([this](size_t g, double, double) { return sjbf_score_of(g); });
+  }
+  head_bounds_.assign(1, static_cast<uint32_t>(heads_.size()));
+  merged_ = heads_settled_ = 0;
+  heads_sorted_ = first_heads();
   nexts_.clear();
 }
 
-// The first job in policy order among merge_ from merged_ on and nexts_.
-inline Simulator::Keyed Simulator::merge_pop() {
-  if (merged_ == merge_sorted_ && merged_ < merge_.size()) {
-    // bucket_ends_[b] is the end of bucket b now; a bucket's keys start at its lower bound.
-    size_t end = bucket_ends_[bucket(merge_[merged_].first)];
-    for (;;) {
-      uint64_t most = 0;
-      for (size_t i = merged_; i < end; ++i) most = std::max(most, ordered_bits(merge_[i].first));
-      if (end == merge_.size() || policy_ != Policy::kWfp3) break;
-      const size_t b = bucket(merge_[end].first);
-      if ((merge_low_ + (uint64_t{b} << merge_shift_)) - most >= uint64_t{1} << kCloseBits) break;
-      end = bucket_ends_[b];
-    }
-    std::sort(merge_.begin() + merged_, merge_.begin() + end,
-              [this](const Keyed& a, const Keyed& b) { return before(a, b); });
-    merge_sorted_ = end;
+// Moves the first kFirstHeads heads (all, if fewer) by (key, job) to the front of heads_, in
+// order, the others behind them; returns how many. One pass: most heads are compared with the
+// last of the first found so far only, and stay where they are.
+size_t Simulator::first_heads() {
+  const size_t n = std::min(heads_.size(), kFirstHeads);
+  std::array<std::pair<Keyed, size_t>, kFirstHeads> first;  // (head, position), in order
+  size_t count = 0;
+  double most = std::numeric_limits<double>::infinity();  // the last first head's key, once n
+  for (size_t i = 0; i < heads_.size(); ++i) {
+    if (heads_[i].first > most || (count == n && !(heads_[i] < first[n - 1].first))) continue;
+    size_t at = count < n ? count++ : n - 1;
+    for (; at > 0 && heads_[i] < first[at - 1].first; --at) first[at] = first[at - 1];
+    first[at] = {heads_[i], i};
+    if (count == n) most = first[n - 1].first.first;
   }
-  if (!nexts_.empty() && (merged_ == merge_.size() || before(nexts_.front(), merge_[merged_]))) {
+  // The heads before n that are not among the first go where those after n were.
+  std::array<bool, kFirstHeads> front{};
+  size_t vacated = 0;
+  for (size_t k = 0; k < n; ++k)
+    if (first[k].second < n) front[first[k].second] = true;
+  for (size_t p = 0; p < n; ++p) {
+    if (front[p]) continue;
+    while (first[vacated].second < n) ++vacated;
+    heads_[first[vacated++].second] = heads_[p];
+  }
+  for (size_t k = 0; k < n; ++k) heads_[k] = first[k].first;
+  return n;
+}
+
+// The first job in policy order among heads_ from merged_ on and nexts_.
+inline Simulator::Keyed Simulator::merge_pop() {
+  if (merged_ == heads_settled_ && merged_ < heads_.size()) settle_heads();
+  if (!nexts_.empty() && (merged_ == heads_.size() || before(nexts_.front(), heads_[merged_]))) {
     std::pop_heap(nexts_.begin(), nexts_.end(), after_in_order());
     const Keyed k = nexts_.back();
     nexts_.pop_back();
     return k;
   }
-  return merge_[merged_++];
+  return heads_[merged_++];
+}
+
+// Puts heads_[merged_] into its place in policy order, and with it (WFP3) the heads after it
+// whose keys are close, a chain of them: those are ordered by before(), which settles them by
+// the score; a key after them is not close to any before it.
+void Simulator::settle_heads() {
+  size_t end = merged_ + 1;
+  sort_heads_through(merged_);
+  if (policy_ == Policy::kWfp3) {
+    while (end < heads_.size() &&
+           (sort_heads_through(end), close_keys(heads_[end - 1].first, heads_[end].first)))
+      ++end;
+    if (end - merged_ > 1)
+      std::sort(heads_.begin() + merged_, heads_.begin() + end,
+                [this](const Keyed& a, const Keyed& b) { return before(a, b); });
+  }
+  heads_settled_ = end;
+}
+
+// Sorts heads_ by (key, job) through position i, partitioning only what lies before: an
+// incremental quicksort (Paredes and Navarro, 2006). head_bounds_ holds positions past
+// heads_sorted_, the nearest on top (heads_.size() at the bottom): every head before one of
+// them comes before every head from it on.
+void Simulator::sort_heads_through(size_t i) {
+  while (heads_sorted_ <= i) {
+    const auto first = heads_.begin() + heads_sorted_, last = heads_.begin() + head_bounds_.back();
+    auto below = last;  // where the part splits; `last` if it is sorted at once
+    if (static_cast<size_t>(last - first) > kSortedAtOnce) {
+      // Below the median of three keys, or at it where no key is below (if none is above
+      // either, the part holds one key). Lomuto's partition by keys alone, without a branch on
+      // the comparison: comparing the jobs too, where keys are equal, mispredicted 29% more
+      // branches (LANL-CM5 x0.25, WFP3).
+      const double a = first[0].first, b = first[(last - first) / 2].first, c = last[-1].first;
+      const double key = std::max(std::min(a, b), std::min(std::max(a, b), c));
+      auto split = [&](auto goes_before) {
+        auto at = first;
+        for (auto it = first; it != last; ++it) {
+          const Keyed x = *it;
+          *it = *at;
+          *at = x;
+          at += goes_before(x.first);
+        }
+        return at;
+      };
+      below = split([key](double k) { return k < key; });
+      if (below == first) below = split([key](double k) { return k <= key; });
+    }
+    if (below != last) {
+      head_bounds_.push_back(static_cast<uint32_t>(below - heads_.begin()));
+      continue;
+    }
+    std::sort(first, last);
+    heads_sorted_ = head_bounds_.back();
+    head_bounds_.pop_back();
+  }
 }
 
 // The plan near now by groups: whether job j's request is over the longest run in which a job

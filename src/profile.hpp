@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,14 @@ class Profile {
     for (size_t k = 1; k < steps_.size() && steps_[k].time < until; ++k)
       if (steps_[k].free < procs) return false;
     return true;
+  }
+  // The start of the first step with fewer than `procs` free, infinity if none, -infinity if
+  // the first: a job fits now iff start + duration <= that (fits_now() for many durations).
+  double fits_until(int32_t procs) const {
+    if (steps_[0].free < procs) return -std::numeric_limits<double>::infinity();
+    for (size_t k = 1; k < steps_.size(); ++k)
+      if (steps_[k].free < procs) return steps_[k].time;
+    return std::numeric_limits<double>::infinity();
   }
   // Takes `procs` over [start, start + duration).
   void reserve_now(int32_t procs, double duration);

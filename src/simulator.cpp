@@ -161,11 +161,11 @@ int32_t Simulator::pick_heuristic() const {
     case Policy::kWfp3:
       return pick_wfp3();
     case Policy::kUnicep:
-      return lowest([this](size_t g, int32_t) {
-        return unicep_score(groups_->oldest_submit(g), groups_->cached_of(g));
+      return lowest([this](size_t, int32_t, double submit, double divisor) {
+        return unicep_score(now_, submit, divisor);
       });
     default:
-      return lowest([this](size_t g, int32_t) { return sjbf_score_of(g); });
+      return lowest([this](size_t g, int32_t, double, double) { return sjbf_score_of(g); });
   }
 }
 
@@ -181,14 +181,15 @@ size_t Simulator::heuristic_position(size_t count) const {
   return best;
 }
 
-// The waiting job with the lowest key(group, its oldest job), a score that orders each group
+// The waiting job with the lowest key(group, its oldest job, that job's submit time, the group's
+// cached value), a score that orders each group
 // as index order; ties go to the first in queue order.
 template <typename Key>
 int32_t Simulator::lowest(Key key) const {
   int32_t best = -1;
   double best_key = std::numeric_limits<double>::infinity();
-  groups_->each_live([&](size_t g, int32_t j) {
-    const double k = key(g, j);
+  groups_->each_live([&](size_t g, int32_t j, double submit, double cached) {
+    const double k = key(g, j, submit, cached);
     if (best < 0 || k < best_key || (k == best_key && j < best)) best_key = k, best = j;
   });
   return best;
@@ -307,7 +308,7 @@ double Simulator::priority(int32_t job) const {
     case Policy::kWfp3:
       return score(policy_, w_, job, now_);
     case Policy::kUnicep:
-      return unicep_score(w_.submit[job], cached_[job - begin_]);
+      return unicep_score(now_, w_.submit[job], cached_[job - begin_]);
     case Policy::kSjbf:
       return sjbf_score(job);
     default:
@@ -324,13 +325,14 @@ void Simulator::settle(std::vector<Keyed>::iterator first,
 
 int32_t Simulator::pick_wfp3() const {
   double most = 0;
-  auto product = [this](size_t g) {
-    return wfp3_product(groups_->oldest_submit(g), groups_->cached_of(g));
-  };
-  groups_->each_live([&](size_t g, int32_t) { most = std::max(most, product(g)); });
+  const double now = now_;
+  groups_->each_live([&](size_t, int32_t, double submit, double cached) {
+    most = std::max(most, wfp3_product(now, submit, cached));
+  });
   const double near = most * (1 - 1e-9);
-  return lowest([&](size_t g, int32_t j) {
-    return product(g) >= near ? priority(j) : std::numeric_limits<double>::infinity();
+  return lowest([&](size_t, int32_t j, double submit, double cached) {
+    return wfp3_product(now, submit, cached) >= near ? priority(j)
+                                                     : std::numeric_limits<double>::infinity();
   });
 }
 

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <queue>
@@ -21,14 +20,6 @@
 #include "workload.hpp"
 
 namespace ddppo {
-
-// Doubles as unsigned integers in the same order (-0 as 0).
-inline uint64_t ordered_bits(double x) {
-  x += 0.0;
-  uint64_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u >> 63 ? ~u : u | uint64_t{1} << 63;
-}
 
 // What the RL environment decides besides the picks (docs/simulation.md, "Decision model").
 struct AgentChoices {
@@ -107,14 +98,13 @@ class Simulator {
   // WFP3's score is -pow(w/r, 3) * n, and pow() is slow. Picks and ranks use
   // w^3 * (n / r^3) with n / r^3 computed once, within 1e-14 of the score's magnitude:
   // only keys closer than 1e-9 can be out of order, and those are settled by the score.
-  double wfp3_product(int32_t job) const {
-    return wfp3_product(w_.submit[job], cached_[job - begin_]);
+  static double wfp3_product(double now, double submit, double cached) {
+    double wait = now - submit;
+    return wait * wait * wait * cached;
   }
   // UNICEP's score with its divisor computed once.
-  double unicep_score(double submit, double divisor) const { return -(now_ - submit) / divisor; }
-  double wfp3_product(double submit, double cached) const {
-    double wait = now_ - submit;
-    return wait * wait * wait * cached;
+  static double unicep_score(double now, double submit, double divisor) {
+    return -(now - submit) / divisor;
   }
   // cached_'s value for job j under policy_.
   double cached_of(size_t j) const;
@@ -169,18 +159,13 @@ class Simulator {
   using Keyed = std::pair<double, int32_t>;  // (rank key, job)
   // Inline: an EASY scan keys and compares every candidate (scan_candidates).
   Keyed keyed(int32_t job) const { return keyed(job, w_.submit[job], cached_[job - begin_]); }
-  // Group g's oldest waiting job j keyed from the group's arrays, not from j's row.
-  Keyed head_keyed(size_t g, int32_t j) const {
-    if (policy_ == Policy::kSjbf) return {sjbf_score_of(g), j};
-    return keyed(j, groups_->oldest_submit(g), groups_->cached_of(g));
-  }
   // The same from the job's submit time and cached_ value, as a group keeps them.
   Keyed keyed(int32_t job, double submit, double cached) const {
     switch (policy_) {
       case Policy::kWfp3:
-        return {-wfp3_product(submit, cached), job};
+        return {-wfp3_product(now_, submit, cached), job};
       case Policy::kUnicep:
-        return {unicep_score(submit, cached), job};
+        return {unicep_score(now_, submit, cached), job};
       default:
         return {priority(job), job};
     }
@@ -197,8 +182,10 @@ class Simulator {
     return [this](const Keyed& a, const Keyed& b) { return before(b, a); };
   }
   void merge_heads();
-  size_t bucket(double key) const { return (ordered_bits(key) - merge_low_) >> merge_shift_; }
+  size_t first_heads();
   Keyed merge_pop();
+  void settle_heads();
+  void sort_heads_through(size_t i);
   bool close_keys(double x, double y) const {
     return policy_ == Policy::kWfp3 &&
            std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
@@ -308,17 +295,14 @@ class Simulator {
   };
   std::vector<ProcsRuns> procs_runs_;
   // plan_by_groups()'s: per group, the last scan at which it fitted now; the groups that
-  // fitted as the scan began; every group's oldest job keyed (heads_), then bucketed by key
-  // (merge_, merge_heads()) and sorted through merge_sorted_, walked through merged_; the next
-  // jobs of the groups walked (nexts_).
+  // fitted as the scan began; every group's oldest job keyed (heads_, merge_heads()), sorted
+  // by key through heads_sorted_ (head_bounds_: sort_heads_through()), in policy order through
+  // heads_settled_, walked through merged_; the next jobs of the groups walked (nexts_).
   std::vector<uint32_t> group_fits_;
   std::vector<size_t> fitting_;
-  std::vector<Keyed> heads_, merge_, nexts_;
-  std::vector<uint64_t> head_bits_;  // merge_heads()'s: per head, its key's bucket
-  std::vector<uint32_t> bucket_ends_;
-  size_t merged_ = 0, merge_sorted_ = 0;
-  uint64_t merge_low_ = 0;
-  int merge_shift_ = 0;
+  std::vector<Keyed> heads_, nexts_;
+  std::vector<uint32_t> head_bounds_;
+  size_t merged_ = 0, heads_sorted_ = 0, heads_settled_ = 0;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
   std::optional<Predictions> predictions_;  // sjbf or estimate = predicted only
   // Agent backfilling: whether the simulator stands at a backfill decision, its shadow, and

@@ -353,7 +353,6 @@ class WaitingGroups {
     }
     live_bits_.resize((groups_.size() + 63) / 64);
     oldest_.resize(groups_.size());
-    oldest_submit_.resize(groups_.size());
   }
   // Jobs are added in index order.
   void add(int32_t j) {
@@ -364,6 +363,9 @@ class WaitingGroups {
     if (g.waiting++ == 0) {
       g.live_at = live_.size();
       live_.push_back(id);
+      live_oldest_.emplace_back();
+      live_submit_.emplace_back();
+      live_cached_.push_back(cached_[id]);
       live_bits_[id / 64] |= uint64_t{1} << (id % 64);
       set_oldest(id, j);
     }
@@ -379,18 +381,23 @@ class WaitingGroups {
     }
     live_bits_[id / 64] &= ~(uint64_t{1} << (id % 64));
     groups_[live_.back()].live_at = g.live_at;
-    live_[g.live_at] = live_.back();
-    live_.pop_back();
+    live_[g.live_at] = live_.back(), live_.pop_back();
+    live_oldest_[g.live_at] = live_oldest_.back(), live_oldest_.pop_back();
+    live_submit_[g.live_at] = live_submit_.back(), live_submit_.pop_back();
+    live_cached_[g.live_at] = live_cached_.back(), live_cached_.pop_back();
   }
-  // Calls visit(group, j) for every group that has a waiting job, j its oldest.
+  // Calls visit(group, j, j's submit time, the group's cached value) for every group that has a
+  // waiting job, j its oldest: a pass over arrays in live order, not by group (a conservative
+  // scan or a pick keys every group this way).
   template <typename Visit>
   void each_live(Visit visit) const {
-    for (int32_t id : live_) visit(static_cast<size_t>(id), oldest_[id]);
+    for (size_t i = 0; i < live_.size(); ++i)
+      visit(static_cast<size_t>(live_[i]), live_oldest_[i], live_submit_[i], live_cached_[i]);
   }
   // Calls visit(j) for the oldest waiting job of every group that has one.
   template <typename Visit>
   void each_oldest(Visit visit) const {
-    each_live([&](size_t, int32_t j) { visit(j); });
+    each_live([&](size_t, int32_t j, double, double) { visit(j); });
   }
   // Calls visit(j) for the oldest waiting job of every group whose jobs an EASY scan may
   // start: procs <= free and either procs <= extra or now + request <= shadow. By (procs,
@@ -424,8 +431,6 @@ class WaitingGroups {
   size_t live() const { return live_.size(); }  // groups with waiting jobs
   size_t group(int32_t j) const { return group_[j - begin_]; }
   int32_t procs_of(size_t group) const { return sizes_[group]; }
-  double oldest_submit(size_t group) const { return oldest_submit_[group]; }
-  double cached_of(size_t group) const { return cached_[group]; }
   double request_of(size_t group) const { return requests_[group]; }
   int32_t first_of(size_t group) const { return groups_[group].jobs[0]; }
   int32_t oldest_of(size_t group) const {
@@ -450,7 +455,10 @@ class WaitingGroups {
   size_t groups_to(int32_t p) const {
     return std::upper_bound(sizes_.begin(), sizes_.end(), p) - sizes_.begin();
   }
-  void set_oldest(int32_t id, int32_t j) { oldest_[id] = j, oldest_submit_[id] = submit_[j]; }
+  void set_oldest(int32_t id, int32_t j) {
+    oldest_[id] = live_oldest_[groups_[id].live_at] = j;
+    live_submit_[groups_[id].live_at] = submit_[j];
+  }
   // The group's oldest waiting job, found when the one before leaves.
   int32_t oldest(Group& g) {
     while (!waits_[g.jobs[g.first] - begin_]) ++g.first;
@@ -462,10 +470,14 @@ class WaitingGroups {
   std::vector<char> waits_;            // per job of the window
   std::vector<Group> groups_;          // by (procs, request)
   std::vector<int32_t> live_;          // the groups with waiting jobs
+  // Per group of live_, in its order: its oldest waiting job, that job's submit time and the
+  // group's cached value (key_live() reads them in one pass, with no group's arrays between).
+  std::vector<int32_t> live_oldest_;
+  std::vector<double> live_submit_, live_cached_;
   // Per group: its procs, request and cached value, its oldest waiting job and that job's
   // submit time, and a bit if it has one: a scan keys every group from these, close together.
   std::vector<int32_t> sizes_, oldest_;
-  std::vector<double> requests_, cached_, oldest_submit_;
+  std::vector<double> requests_, cached_;
   std::vector<uint64_t> live_bits_;
 };
 
