@@ -162,7 +162,7 @@ class Trainer:
             storage.insert(self.obs, learnt, logprobs, values, memory)
             if storage.teacher is not None:
                 storage.teacher[storage.used] = torch.from_numpy(self.env.heuristic_actions())
-            if self.imitating():  # cloned among the teacher's choices (not the wait)
+            if self.imitating():  # cloned among imitated_slots() (not the wait by default)
                 storage.mask[storage.used, :, self.imitated_slots() :] = False
                 if storage.costs is not None:  # relative to the state's cheapest rule
                     costs = self.env.rule_costs()
