@@ -24,15 +24,21 @@ def baseline_bslds(env, terminated: np.ndarray, config) -> list[float]:
     return [env.last_baseline_bsld(i) for i in np.flatnonzero(terminated)]
 
 
+def score_name(config) -> str:
+    """The per-episode score that training logs: avg bsld on the HPC queue, avg JCT in GPU
+    mode (columns episode_<name> and baseline_<name>)."""
+    return "bsld" if config.gpu.mode == "off" else "jct"
+
+
 class MetricsLog:
     """Rows of `metrics.h5` in the run directory, one per update. Every row rewrites the
     (small) file through a temp file and a rename: a killed run keeps what it logged, and a
     write that fails (a full disk) leaves the previous file whole. A run resumed from the
     checkpoint of update `resumed` keeps the rows up to that update and logs the rest anew
-    (a run killed between checkpoints logged some of them already)."""
+    (a run killed between checkpoints logged some of them already). `score`: score_name()."""
 
-    def __init__(self, path: Path, updates: int, resumed: int | None = None):
-        self.path, self.updates = path, updates
+    def __init__(self, path: Path, updates: int, resumed: int | None = None, score: str = "bsld"):
+        self.path, self.updates, self.score = path, updates, score
         self.columns = {} if resumed is None or not path.exists() else read(path, resumed)
         self.start = self.last = time.perf_counter()
 
@@ -43,12 +49,13 @@ class MetricsLog:
         rollout_seconds: list[float],
         rollout_steps: list[int],
         steps: int,
-        episode_bsld: list[tuple[float, float]],
+        episode_scores: list[tuple[float, float]],
         num_envs: int,
     ) -> None:
-        """One row; `episode_bsld` holds each ended episode's (policy's avg bsld, the reward
+        """One row; `episode_scores` holds each ended episode's (policy's score, the reward
         baseline's on the same window, NaN without one)."""
-        policy, baseline = np.array(episode_bsld, dtype="f8").reshape(-1, 2).T
+        policy, baseline = np.array(episode_scores, dtype="f8").reshape(-1, 2).T
+        score = self.score
         samples = sum(rollout_steps) * num_envs
         now = time.perf_counter()
         row = {
@@ -56,8 +63,8 @@ class MetricsLog:
             "update_seconds": now - self.last,  # wall time of the whole update
             "samples": samples,
             "steps_per_s": samples / max(rollout_seconds),
-            "episode_bsld": float(np.mean(policy)) if len(policy) else np.nan,
-            "baseline_bsld": float(np.mean(baseline)) if len(baseline) else np.nan,
+            f"episode_{score}": float(np.mean(policy)) if len(policy) else np.nan,
+            f"baseline_{score}": float(np.mean(baseline)) if len(baseline) else np.nan,
             "episodes": len(policy),
             "preempted_ranks": sum(s < steps for s in rollout_steps),
             **{name: losses[name] for name in PPOStats.__dataclass_fields__},
@@ -70,7 +77,7 @@ class MetricsLog:
         self.write()
         print(
             f"update {update}/{self.updates}  {row['steps_per_s']:8.0f} steps/s  "
-            f"bsld {row['episode_bsld']:9.2f} (baseline {row['baseline_bsld']:.2f}, "
+            f"{score} {row[f'episode_{score}']:9.2f} (baseline {row[f'baseline_{score}']:.2f}, "
             f"{row['episodes']} episodes)  "
             f"policy {losses['policy_loss']:+.4f} value {losses['value_loss']:.4f} "
             f"entropy {losses['entropy']:.3f} kl {losses['approx_kl']:.4f} "

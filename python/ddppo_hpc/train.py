@@ -35,7 +35,7 @@ from ddppo_hpc.env import VecSchedulingEnv
 from ddppo_hpc.env.mixed import MixedVecEnv, dealt, shares
 from ddppo_hpc.evaluate import policy_env_options, run_policy
 from ddppo_hpc.gpu import training as gpu_training
-from ddppo_hpc.metrics_log import MetricsLog, baseline_bslds
+from ddppo_hpc.metrics_log import MetricsLog, baseline_bslds, score_name
 from ddppo_hpc.policy import build_policy, decide, initial_memory, reset_ended
 from ddppo_hpc.rl import RolloutStorage, cost_loss, gae, imitation_loss, ppo_loss
 from ddppo_hpc.sim import protocol_windows
@@ -154,7 +154,7 @@ class Trainer:
         config, storage = self.config, self.storage
         storage.used = 0
         self.preemption.begin(self.update)
-        start, bslds = time.perf_counter(), []
+        start, scores = time.perf_counter(), []
         steps = config.ppo.rollout_steps
         for step in range(1, steps + 1):
             began = time.perf_counter()
@@ -172,7 +172,7 @@ class Trainer:
             reset_ended(self.memory, terminated, self.initial)  # a new episode remembers nothing
             storage.outcome(reward / config.env.reward_scale, terminated)
             ended = info[self.env.SCORE][terminated].tolist()
-            bslds.extend(zip(ended, baseline_bslds(self.env, terminated, config)))
+            scores.extend(zip(ended, baseline_bslds(self.env, terminated, config)))
             self.stall(time.perf_counter() - began)
             if step < steps and self.preemption.should_stop(step, steps):
                 break
@@ -182,7 +182,7 @@ class Trainer:
         return {
             "steps": storage.used,
             "seconds": time.perf_counter() - start,
-            "episode_bsld": bslds,
+            "episode_scores": scores,
             "last_value": last_value,
         }
 
@@ -312,19 +312,19 @@ def open_log(config: TrainConfig, run_dir: Path, resumed: int | None) -> Metrics
     """The run's metrics (a resumed run keeps the rows up to update `resumed`); a run that
     goes on is no longer completed or stopped."""
     control.clear_markers(run_dir)
-    return MetricsLog(run_dir / control.METRICS, config.ppo.updates, resumed)
+    return MetricsLog(run_dir / control.METRICS, config.ppo.updates, resumed, score_name(config))
 
 
 def log_update(log: MetricsLog, config: TrainConfig, update: int, losses: dict, ranks) -> None:
-    """One row from every rank's (rollout seconds, steps, episodes' (bsld, baseline bsld))."""
-    times, steps, bslds = zip(*ranks)
+    """One row from every rank's (rollout seconds, steps, episodes' (score, baseline's))."""
+    times, steps, scores = zip(*ranks)
     log.record(
         update,
         losses,
         list(times),
         list(steps),
         config.ppo.rollout_steps,
-        [b for rank in bslds for b in rank],
+        [b for rank in scores for b in rank],
         config.env.num_envs,
     )
 
@@ -357,7 +357,8 @@ def train(
         rollout = trainer.rollout()
         losses = trainer.learn(rollout["last_value"])
         trainer.update += 1
-        ranks = comm.gather((rollout["seconds"], rollout["steps"], rollout["episode_bsld"]), root=0)
+        mine = (rollout["seconds"], rollout["steps"], rollout["episode_scores"])
+        ranks = comm.gather(mine, root=0)
         on_rank0(log_update, log, config, trainer.update, losses, ranks)
         if stop.any_rank(comm):
             trainer.save()

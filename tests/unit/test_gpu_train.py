@@ -4,6 +4,7 @@ checks, a tiny dual-agent run and its comparison with the heuristics."""
 import subprocess
 import sys
 
+import h5py
 import numpy as np
 import pytest
 import torch
@@ -132,7 +133,7 @@ def test_the_imitation_coef_pulls_ppo_towards_the_teacher(tmp_path):
     assert after[10] < after[0]
 
 
-def test_dual_training_updates_both_networks(tmp_path):
+def test_dual_training_updates_both_networks_and_logs_its_jct(tmp_path):
     config = load_config(None, [*TINY_GPU, "gpu.mode=dual", "policy.name=dual"])
     torch.manual_seed(config.run.seed)
     before = DualPolicy(config.policy.hidden, SLOT_FEATURES, GLOBAL_FEATURES).state_dict()
@@ -141,6 +142,8 @@ def test_dual_training_updates_both_networks(tmp_path):
     assert trainer.update == 2
     assert not torch.equal(before["order.score.weight"], after["order.score.weight"])
     assert not torch.equal(before["place.score.weight"], after["place.score.weight"])
+    with h5py.File(tmp_path / "metrics.h5", "r") as f:  # the score is JCT, named as such
+        assert {"episode_jct", "baseline_jct"} <= set(f) and "episode_bsld" not in f
 
 
 def test_evaluate_compares_with_every_heuristic_pair(tmp_path):
