@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import h5py
 import numpy as np
 
 from ddppo_hpc.io import atomic_hdf5, reason
+from ddppo_hpc.log import logger
 from ddppo_hpc.rl.ppo import PPOStats
 
 
@@ -75,16 +75,14 @@ class MetricsLog:
             column = self.columns.setdefault(name, [np.full(np.shape(value), np.nan)] * logged)
             column.append(value)
         self.write()
-        print(
+        logger.info(
             f"update {update}/{self.updates}  {row['steps_per_s']:8.0f} steps/s  "
             f"{score} {row[f'episode_{score}']:9.2f} (baseline {row[f'baseline_{score}']:.2f}, "
             f"{row['episodes']} episodes)  "
             f"policy {losses['policy_loss']:+.4f} value {losses['value_loss']:.4f} "
             f"entropy {losses['entropy']:.3f} kl {losses['approx_kl']:.4f} "
             f"clip {losses['clip_fraction']:.3f}  preempted {row['preempted_ranks']}  "
-            f"{time.perf_counter() - self.start:.0f} s",
-            file=sys.stderr,
-            flush=True,
+            f"{time.perf_counter() - self.start:.0f} s"
         )
         self.last = now
 

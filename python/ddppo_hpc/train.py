@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import copy
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from ddppo_hpc.env import VecSchedulingEnv
 from ddppo_hpc.env.mixed import MixedVecEnv, dealt, shares
 from ddppo_hpc.evaluate import policy_env_options, run_policy
 from ddppo_hpc.gpu import training as gpu_training
+from ddppo_hpc.log import logger, quiet
 from ddppo_hpc.metrics_log import MetricsLog, baseline_bslds, score_name
 from ddppo_hpc.policy import build_policy, decide, initial_memory, reset_ended
 from ddppo_hpc.rl import RolloutStorage, cost_loss, gae, imitation_loss, ppo_loss
@@ -363,11 +363,7 @@ def train(
         if stop.any_rank(comm):
             trainer.save()
             on_rank0(control.write_marker, run_dir, control.STOPPED, trainer.update)
-            if ctx.is_rank0:
-                print(
-                    f"stopped by signal at update {trainer.update}; resume with --resume",
-                    file=sys.stderr,
-                )
+            logger.info(f"stopped by signal at update {trainer.update}; resume with --resume")
             return trainer
         if trainer.update % config.run.checkpoint_every == 0 or trainer.update == updates:
             checkpoint(trainer, run_dir)
@@ -388,12 +384,8 @@ def checkpoint(trainer: Trainer, run_dir: Path) -> None:
     trainer.save()
     if improved:
         control.collectively(comm, control.keep_as_best, run_dir, rank0_only=True)
-    if trainer.ctx.is_rank0:
-        best = f"best so far, kept as {control.BEST}" if improved else f"best {trainer.best:.3f}"
-        print(
-            f"update {trainer.update}: validation mean avg bsld {score:.3f} ({best})",
-            file=sys.stderr,
-        )
+    best = f"best so far, kept as {control.BEST}" if improved else f"best {trainer.best:.3f}"
+    logger.info(f"update {trainer.update}: validation mean avg bsld {score:.3f} ({best})")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -431,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = control.StopFlag()  # first: Slurm's --signal may come while the setup runs
     args = parse_args(argv)
     comm = MPI.COMM_WORLD
+    quiet(comm.Get_rank())
     name = Path(args.config).stem if args.config else "default"
     run_dir = Path(args.run_dir or Path("runs") / name)
     try:
@@ -441,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         train(config, ctx, run_dir, args.resume, args.force, stop)
     except (control.RunError, context.LaunchError) as e:  # on every rank: rank 0 says it
         if comm.Get_rank() == 0:
-            print(f"python -m ddppo_hpc.train: error: {e}", file=sys.stderr)
+            logger.error(f"python -m ddppo_hpc.train: error: {e}")
         return 2
     return 0
 

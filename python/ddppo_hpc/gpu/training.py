@@ -4,7 +4,6 @@ windows from the configuration (config.GpuConfig)."""
 from __future__ import annotations
 
 import copy
-import sys
 import time
 
 import numpy as np
@@ -18,6 +17,7 @@ from ddppo_hpc.gpu import ORDERS, PLACEMENTS, simulate_gpu
 from ddppo_hpc.gpu.env import GPU_EPISODE_METRICS, VecGpuEnv, teacher_of
 from ddppo_hpc.gpu.topology import Cluster, Machines, uniform
 from ddppo_hpc.gpu.workload import GpuWorkload, from_trace, load, node_machines
+from ddppo_hpc.log import logger
 from ddppo_hpc.rl.ppo import masked_distribution
 
 HELD_OUT_SEED = 987_654  # the synthetic jobs' seed for evaluation
@@ -193,10 +193,9 @@ def with_teacher(config: TrainConfig) -> TrainConfig:
     what, unit = SCORE_NAMES[config.gpu.teacher]
     ranked = ", ".join(f"{rule_name(o, p, *kind)} {unit.format(s)}" for s, o, p in scores)
     windows = len(window_starts(jobs, config.env.window_jobs))
-    print(
+    logger.info(
         f"gpu.teacher {config.gpu.teacher}: {rule_name(*scores[0][1:], *kind)}, {what} on the "
-        f"{windows} training windows ({ranked}; {time.perf_counter() - began:.1f} s)",
-        file=sys.stderr,
+        f"{windows} training windows ({ranked}; {time.perf_counter() - began:.1f} s)"
     )
     return chosen
 
