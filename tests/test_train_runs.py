@@ -49,6 +49,38 @@ def test_size_one_without_mpirun(tmp_path):
     assert weights(tmp_path)["optimizer"]["param_groups"][0]["lr"] == 3e-4 / 2
 
 
+def test_size_one_needs_no_horovod(tmp_path):
+    """A single-rank run imports no Horovod (here unimportable) and learns the same weights."""
+    blocked = "import sys; sys.modules['horovod'] = None; import runpy; "
+    blocked += "runpy.run_module('ddppo_hpc.train', run_name='__main__')"
+    args = [*SMALL, "ppo.updates=2"]
+    out = subprocess.run(
+        [sys.executable, "-c", blocked, "--run-dir", str(tmp_path / "a"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    train_small(tmp_path / "b", 2)
+    a, b = weights(tmp_path / "a")["model"], weights(tmp_path / "b")["model"]
+    assert all(torch.equal(a[name], b[name]) for name in a)
+
+
+def test_ranks_without_horovod_are_one_line_and_exit_2(tmp_path):
+    blocked = "import sys; sys.modules['horovod'] = None; import runpy; "
+    blocked += "runpy.run_module('ddppo_hpc.train', run_name='__main__')"
+    out = subprocess.run(
+        [*MPIRUN, sys.executable, "-c", blocked, "--run-dir", str(tmp_path), *SMALL],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=ENV,
+    )
+    assert out.returncode != 0
+    assert "error: 2 ranks average their gradients with Horovod, which does not" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def test_bad_configuration_is_one_line_and_exit_2(tmp_path):
     config = tmp_path / "bad.yaml"
     config.write_text("ppo:\n  lrate: 0.1\n")

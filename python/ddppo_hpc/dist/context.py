@@ -7,9 +7,10 @@ import os
 import sys
 from dataclasses import dataclass
 
-import horovod.torch as hvd
 import torch
 from mpi4py import MPI
+
+from ddppo_hpc.dist import sync
 
 
 class LaunchError(RuntimeError):
@@ -53,7 +54,13 @@ def init(device: str = "auto") -> Context:
         )
     if comm.Get_size() > 1:
         sys.excepthook = _abort_on_exception(sys.excepthook)
-    hvd.init(comm=comm)  # Horovod on the communicator mpi4py already initialised
+    try:
+        sync.start(comm)
+    except ImportError as e:
+        raise LaunchError(
+            f"{comm.Get_size()} ranks average their gradients with Horovod, which does not "
+            f"import here ({e}); `make setup` installs it (a single rank needs none)"
+        ) from None
     local = comm.Split_type(MPI.COMM_TYPE_SHARED)
     local_rank, local_size = local.Get_rank(), local.Get_size()
     local.Free()
