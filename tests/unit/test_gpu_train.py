@@ -157,6 +157,7 @@ def test_evaluate_compares_with_every_heuristic_pair(tmp_path):
         timeout=300,
     )
     assert out.returncode == 0, out.stderr
+    assert "agent window 1/" in out.stderr  # progress, off the table
     teacher, *out_lines = out.stdout.splitlines()
     assert teacher == "teacher: srtf+best_fit (gpu.order and gpu.reward_baseline)"
     rows = [line.split() for line in out_lines]
