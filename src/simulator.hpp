@@ -148,6 +148,8 @@ class Simulator {
   bool plan_by_index(bool held, double near);
   bool plan_by_groups(double near);
 
+  bool group_fits(size_t g) const;
+  size_t last_fitting(size_t below);
   bool passed_over(int32_t job);
   double near_limit(double within) const;
   double reserve_near(int32_t job);
@@ -294,12 +296,21 @@ class Simulator {
     bool fitted = false;
   };
   std::vector<ProcsRuns> procs_runs_;
-  // plan_by_groups()'s: per group, the last scan at which it fitted now; the groups that
-  // fitted as the scan began; every group's oldest job keyed (heads_, merge_heads()), sorted
-  // by key through heads_sorted_ (head_bounds_: sort_heads_through()), in policy order through
-  // heads_settled_, walked through merged_; the next jobs of the groups walked (nexts_).
-  std::vector<uint32_t> group_fits_;
-  std::vector<size_t> fitting_;
+  // plan_by_groups()'s, which counts its calls (group_plans_): per group, the last call that
+  // found it unable to start a job; per class of groups of equal procs, the groups that fitted
+  // now as that call began (those before `cut`); the classes with such a group, in order, and
+  // the one where the last of them is; every group's oldest job keyed (heads_, merge_heads()),
+  // sorted by key through heads_sorted_ (head_bounds_: sort_heads_through()), in policy order
+  // through heads_settled_, walked through merged_; the next jobs of the groups walked (nexts_).
+  uint32_t group_plans_ = 0;
+  std::vector<uint32_t> dropped_;
+  struct FitCut {
+    uint32_t plan = 0;
+    size_t cut = 0;
+  };
+  std::vector<FitCut> fit_cuts_;
+  std::vector<size_t> fit_classes_;
+  size_t fit_class_ = 0;
   std::vector<Keyed> heads_, nexts_;
   std::vector<uint32_t> head_bounds_;
   size_t merged_ = 0, heads_sorted_ = 0, heads_settled_ = 0;
