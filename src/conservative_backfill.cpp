@@ -383,11 +383,17 @@ constexpr size_t kFirstHeads = 4;
 
 // The groups' heads in policy order, without a heap or a sort over all of them (a walk pops a
 // few dozen of some hundreds): one pass keys every group's oldest job into heads_, which
-// merge_pop() puts into order only as far as the walk reaches. The groups' next jobs, pushed
-// as the walk goes, wait in the heap nexts_.
+// merge_pop() puts into order only as far as the walk reaches (SJBF: sjbf_heads_ holds them
+// in order). The groups' next jobs, pushed as the walk goes, wait in the heap nexts_.
 void Simulator::merge_heads() {
   const double now = now_;  // a local: the pass writes doubles, which might alias now_
   heads_.resize(groups_->live());
+  merged_ = heads_settled_ = 0;
+  nexts_.clear();
+  if (policy_ == Policy::kSjbf) {  // in order already: settle_heads() takes them one by one
+    next_head_ = sjbf_heads_.begin();
+    return;
+  }
   size_t n = 0;
   auto key_each = [&](auto key) {
     groups_->each_live([&](size_t g, int32_t j, double submit, double cached) {
@@ -400,18 +406,13 @@ void Simulator::merge_heads() {
         return -wfp3_product(now, submit, cached);
       });
       break;
-    case Policy::kUnicep:
+    default:
       key_each([now](size_t, double submit, double divisor) {
         return unicep_score(now, submit, divisor);
       });
-      break;
-    default:
-      key_each([this](size_t g, double, double) { return sjbf_score_of(g); });
   }
   head_bounds_.assign(1, static_cast<uint32_t>(heads_.size()));
-  merged_ = heads_settled_ = 0;
   heads_sorted_ = first_heads();
-  nexts_.clear();
 }
 
 // Moves the first kFirstHeads heads (all, if fewer) by (key, job) to the front of heads_, in
@@ -455,10 +456,15 @@ inline Simulator::Keyed Simulator::merge_pop() {
   return heads_[merged_++];
 }
 
-// Puts heads_[merged_] into its place in policy order, and with it (WFP3) the heads after it
-// whose keys are close, a chain of them: those are ordered by before(), which settles them by
-// the score; a key after them is not close to any before it.
+// Puts heads_[merged_] into its place in policy order (SJBF: the next of sjbf_heads_), and with
+// it (WFP3) the heads after it whose keys are close, a chain of them: those are ordered by
+// before(), which settles them by the score; a key after them is not close to any before it.
 void Simulator::settle_heads() {
+  if (policy_ == Policy::kSjbf) {
+    heads_[merged_] = *next_head_++;
+    heads_settled_ = merged_ + 1;
+    return;
+  }
   size_t end = merged_ + 1;
   sort_heads_through(merged_);
   if (policy_ == Policy::kWfp3) {
