@@ -334,17 +334,27 @@ void Simulator::settle(std::vector<Keyed>::iterator first,
   std::sort(first, last);
 }
 
+// In one pass: the groups within 1e-9 of the largest product so far are kept (near_picks_; the
+// bound only rises, so every group within it of the largest at the end is among them), and
+// the score settles those within it at the end.
 int32_t Simulator::pick_wfp3() const {
-  double most = 0;
+  double most = 0, near = 0;
   const double now = now_;
-  groups_->each_live([&](size_t, int32_t, double submit, double cached) {
-    most = std::max(most, wfp3_product(now, submit, cached));
+  near_picks_.clear();
+  groups_->each_live([&](size_t, int32_t j, double submit, double cached) {
+    const double product = wfp3_product(now, submit, cached);
+    if (product < near) return;
+    if (product > most) most = product, near = most * (1 - 1e-9);
+    near_picks_.push_back({product, j});
   });
-  const double near = most * (1 - 1e-9);
-  return lowest([&](size_t, int32_t j, double submit, double cached) {
-    return wfp3_product(now, submit, cached) >= near ? priority(j)
-                                                     : std::numeric_limits<double>::infinity();
-  });
+  int32_t best = -1;
+  double best_score = std::numeric_limits<double>::infinity();
+  for (auto [product, j] : near_picks_) {
+    if (product < near) continue;
+    const double s = priority(j);
+    if (best < 0 || s < best_score || (s == best_score && j < best)) best_score = s, best = j;
+  }
+  return best;
 }
 
 // Orders runs of close WFP3 keys in sorted keyed jobs by the score.

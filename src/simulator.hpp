@@ -252,8 +252,9 @@ class Simulator {
   std::vector<double> sjbf_keys_;
   std::vector<std::vector<uint32_t>> user_groups_;
   std::vector<uint32_t> user_at_;
-  std::vector<Keyed> candidates_;  // an EASY scan's, kept to reuse its memory
-  std::vector<Running> running_;   // sorted by start + requested_time
+  std::vector<Keyed> candidates_;          // an EASY scan's, kept to reuse its memory
+  mutable std::vector<Keyed> near_picks_;  // pick_wfp3()'s (product, job), kept likewise
+  std::vector<Running> running_;           // sorted by start + requested_time
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends_;
   std::vector<double> start_;
   std::vector<int32_t> started_jobs_;
