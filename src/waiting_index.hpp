@@ -463,8 +463,11 @@ class WaitingGroups {
     }
   }
   // The first group in [first, end), of one class, whose jobs would end past `until` if they
-  // started at `now`, end if none: those before it, with shorter requests, would not.
+  // started at `now`, end if none: those before it, with shorter requests, would not. Most
+  // classes fit whole or not at all (the store: 965 sizes, 10 requests).
   size_t fitting_end(size_t first, size_t end, double now, double until) const {
+    if (now + requests_[end - 1] <= until) return end;
+    if (!(now + requests_[first] <= until)) return first;
     return std::partition_point(requests_.begin() + first, requests_.begin() + end,
                                 [&](double r) { return now + r <= until; }) -
            requests_.begin();
