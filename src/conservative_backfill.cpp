@@ -284,34 +284,39 @@ bool Simulator::plan_by_groups(double near) {
   near_until_ = near;
   profile_.lows(lows_);
   const int32_t free = std::min(free_, lows_[0].free);
-  group_fits_.resize(groups_->size());
-  fitting_.clear();
+  ++group_plans_;  // a scan may plan twice (near now, then whole)
+  dropped_.resize(groups_->size());
+  fit_cuts_.resize(groups_->classes());
+  fit_classes_.clear();
   // The groups that fit now, among those of at most the free procs; where none does (2 in 5
-  // scans on LANL-CM5 x0.25), no group is keyed. The groups come by procs: fit_until() is
-  // found once per procs.
-  int32_t procs = 0;
-  double until = 0;
-  groups_->each_live_to(free, [&](size_t g) {
-    if (groups_->procs_of(g) != procs) procs = groups_->procs_of(g), until = fit_until(procs);
-    if (now_ + groups_->request_of(g) <= until) {
-      group_fits_[g] = scan_;
-      fitting_.push_back(g);
-    }
+  // scans on LANL-CM5 x0.25), no group is keyed. In a class of groups of equal procs, by
+  // request, those that fit come first: one search per class finds them (fit_cuts_), with
+  // fit_until() found once per procs.
+  groups_->each_live_class_to(free, [&](size_t g, size_t end) {
+    const double until = fit_until(groups_->procs_of(g));
+    const size_t cut = groups_->fitting_end(g, end, now_, until);
+    if (cut == g) return;
+    fit_cuts_[groups_->class_of(g)] = {group_plans_, cut};
+    fit_classes_.push_back(groups_->class_of(g));
   });
-  if (fitting_.empty()) return true;
+  if (fit_classes_.empty()) return true;
   merge_heads();
+  // The last group that fitted as the scan began and may still: no later job can start once
+  // there is none. It moves back through fit_classes_ (at fit_class_).
+  fit_class_ = fit_classes_.size() - 1;
+  size_t last = last_fitting(fit_cuts_[fit_classes_.back()].cut);
   // `touched`: the earliest time the profile or the free procs changed since the group at
-  // fitting_.back() was last found still able to start a job; later changes leave it able to.
+  // `last` was last found still able to start a job; later changes leave it able to.
   double touched = std::numeric_limits<double>::infinity();
-  while (!fitting_.empty()) {
+  while (last != WaitingGroups::kNoGroup) {
     if (merged_ == heads_.size() && nexts_.empty()) break;  // the rest passed over
     const int32_t j = merge_pop().second;
     const size_t g = groups_->group(j);
     const double duration = estimate(j);
     const bool passed = passed_over(j);  // and with it the rest of its group
     if (passed) {
-      group_fits_[g] = 0;
-    } else if (group_fits_[g] == scan_ && can_start_now(j)) {
+      dropped_[g] = group_plans_;
+    } else if (group_fits(g) && can_start_now(j)) {
       if (now_ + duration > exact_until_) return false;
       starting_.push_back(j);
       if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], duration), free_ -= w_.procs[j];
@@ -319,41 +324,52 @@ bool Simulator::plan_by_groups(double near) {
     } else {
       if (const double at = reserve_near(j); !std::isnan(at) && duration > 0)
         touched = std::min(touched, at);
-      group_fits_[g] = 0;
+      dropped_[g] = group_plans_;
     }
     if (int32_t next = passed ? -1 : groups_->next_beside(j); next >= 0) {
       nexts_.push_back(keyed(next));
       std::push_heap(nexts_.begin(), nexts_.end(), after_in_order());
     }
-    while (!fitting_.empty()) {
-      const size_t f = fitting_.back();
-      const int32_t o = group_fits_[f] == scan_ ? groups_->oldest_of(f) : -1;
-      if (o >= 0) {
+    while (last != WaitingGroups::kNoGroup) {
+      if (dropped_[last] != group_plans_) {
+        const int32_t o = groups_->oldest_of(last);
         if (touched > now_ && touched >= now_ + estimate(o)) break;
-        const int32_t procs = groups_->procs_of(f);
+        const int32_t procs = groups_->procs_of(last);
         const double until =
             procs <= free_ ? profile_.fits_until(procs) : -std::numeric_limits<double>::infinity();
         if (now_ + estimate(o) <= until) {  // can_start_now(o)
           touched = std::numeric_limits<double>::infinity();
           break;
         }
-        // Nor can the groups of these procs and a longer request, at the end of fitting_, in
-        // (procs, request) order: all go at once. Their marks stay: their jobs, if walked, are
-        // found unable to start.
-        fitting_.erase(std::partition_point(fitting_.begin(), fitting_.end(),
-                                            [&](size_t g) {
-                                              return groups_->procs_of(g) < procs ||
-                                                     now_ + groups_->request_of(g) <= until;
-                                            }),
-                       fitting_.end());
-        touched = now_;
-        continue;
+        // Nor can the groups of these procs and a longer request, just before it: all go at
+        // once. Their marks stay: their jobs, if walked, are found unable to start.
+        last = last_fitting(
+            groups_->fitting_end(groups_->class_first(groups_->class_of(last)), last, now_, until));
+      } else {
+        last = last_fitting(last);
       }
-      fitting_.pop_back();
       touched = now_;  // the next group has not been checked against what changed
     }
   }
   return true;
+}
+
+// Whether group g fitted now as the scan began (plan_by_groups()) and has not been found unable
+// to start a job since.
+inline bool Simulator::group_fits(size_t g) const {
+  const FitCut& f = fit_cuts_[groups_->class_of(g)];
+  return f.plan == group_plans_ && g < f.cut && dropped_[g] != group_plans_;
+}
+
+// The last group with a waiting job before `below` in fit_classes_[fit_class_] that fitted as the
+// scan began, or else in the classes before; kNoGroup if none.
+size_t Simulator::last_fitting(size_t below) {
+  for (;;) {
+    const size_t c = fit_classes_[fit_class_];
+    const size_t g = groups_->last_live(groups_->class_first(c), std::min(below, fit_cuts_[c].cut));
+    if (g != WaitingGroups::kNoGroup || fit_class_ == 0) return g;
+    below = fit_cuts_[fit_classes_[--fit_class_]].cut;
+  }
 }
 
 namespace {
@@ -367,11 +383,17 @@ constexpr size_t kFirstHeads = 4;
 
 // The groups' heads in policy order, without a heap or a sort over all of them (a walk pops a
 // few dozen of some hundreds): one pass keys every group's oldest job into heads_, which
-// merge_pop() puts into order only as far as the walk reaches. The groups' next jobs, pushed
-// as the walk goes, wait in the heap nexts_.
+// merge_pop() puts into order only as far as the walk reaches (SJBF: sjbf_heads_ holds them
+// in order). The groups' next jobs, pushed as the walk goes, wait in the heap nexts_.
 void Simulator::merge_heads() {
   const double now = now_;  // a local: the pass writes doubles, which might alias now_
   heads_.resize(groups_->live());
+  merged_ = heads_settled_ = 0;
+  nexts_.clear();
+  if (policy_ == Policy::kSjbf) {  // in order already: settle_heads() takes them one by one
+    next_head_ = sjbf_heads_.begin();
+    return;
+  }
   size_t n = 0;
   auto key_each = [&](auto key) {
     groups_->each_live([&](size_t g, int32_t j, double submit, double cached) {
@@ -384,18 +406,13 @@ void Simulator::merge_heads() {
         return -wfp3_product(now, submit, cached);
       });
       break;
-    case Policy::kUnicep:
+    default:
       key_each([now](size_t, double submit, double divisor) {
         return unicep_score(now, submit, divisor);
       });
-      break;
-    default:
-      key_each([this](size_t g, double, double) { return sjbf_score_of(g); });
   }
   head_bounds_.assign(1, static_cast<uint32_t>(heads_.size()));
-  merged_ = heads_settled_ = 0;
   heads_sorted_ = first_heads();
-  nexts_.clear();
 }
 
 // Moves the first kFirstHeads heads (all, if fewer) by (key, job) to the front of heads_, in
@@ -439,10 +456,15 @@ inline Simulator::Keyed Simulator::merge_pop() {
   return heads_[merged_++];
 }
 
-// Puts heads_[merged_] into its place in policy order, and with it (WFP3) the heads after it
-// whose keys are close, a chain of them: those are ordered by before(), which settles them by
-// the score; a key after them is not close to any before it.
+// Puts heads_[merged_] into its place in policy order (SJBF: the next of sjbf_heads_), and with
+// it (WFP3) the heads after it whose keys are close, a chain of them: those are ordered by
+// before(), which settles them by the score; a key after them is not close to any before it.
 void Simulator::settle_heads() {
+  if (policy_ == Policy::kSjbf) {
+    heads_[merged_] = *next_head_++;
+    heads_settled_ = merged_ + 1;
+    return;
+  }
   size_t end = merged_ + 1;
   sort_heads_through(merged_);
   if (policy_ == Policy::kWfp3) {

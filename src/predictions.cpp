@@ -15,9 +15,9 @@ UserHistory::UserHistory(const Workload& w, size_t begin, size_t end)
   users_.resize(index.size());
 }
 
-void UserHistory::complete(int32_t job, double end) {
+int32_t UserHistory::complete(int32_t job, double end) {
   const int32_t u = user_[job - begin_];
-  if (u < 0) return;
+  if (u < 0) return -1;
   User& h = users_[u];
   const Completed c{end, job};
   auto later = [](const Completed& a, const Completed& b) {
@@ -29,11 +29,12 @@ void UserHistory::complete(int32_t job, double end) {
   } else if (h.count == 1 || later(c, h.last[1])) {
     h.last[1] = c;
   } else {
-    return;  // older than the two kept
+    return -1;  // older than the two kept
   }
   h.count = std::min(h.count + 1, 2);
   const double latest = w_.runtime[h.last[0].job];
   h.mean = h.count == 1 ? latest : (latest + w_.runtime[h.last[1].job]) / 2;
+  return u;
 }
 
 void PredictedEnds::add(int32_t job, double predicted_end, double request_end) {
@@ -91,14 +92,14 @@ void Predictions::advance(double now) {
   size_t kept = 0;
   for (auto [job, started] : ended_at_start_)
     if (started < now)
-      history_.complete(job, started);
+      changed(history_.complete(job, started));
     else
       ended_at_start_[kept++] = {job, started};
   ended_at_start_.resize(kept);
 }
 
 void Predictions::end(int32_t job, double started, double end) {
-  history_.complete(job, end);
+  changed(history_.complete(job, end));
   if (track_ends_)
     ends_.remove(job, started + predicted_run_[job - begin_], started + w_.requested_time[job]);
 }

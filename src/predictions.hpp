@@ -28,7 +28,8 @@ class UserHistory {
   UserHistory(const Workload& w, size_t begin, size_t end);
   // Job `job` of the window ended at `end`: its runtime joins its user's history. Calls may
   // come in any order: "most recent" is by (end, job index), and job index is (submit, id).
-  void complete(int32_t job, double end);
+  // Returns the user's index if the two most recent changed, else -1.
+  int32_t complete(int32_t job, double end);
   // p(J, t) with the history as it stands at t: the request without history, else the mean
   // of the last two runtimes (or the only one) capped by the request.
   double predict(int32_t job) const {
@@ -107,6 +108,9 @@ class Predictions {
   void advance(double now);
   // Job `job`, started at `started`, ended at `end` (runtime > 0).
   void end(int32_t job, double started, double end);
+  // The users whose history changed since clear_changed(), some perhaps more than once.
+  const std::vector<int32_t>& changed_users() const { return changed_users_; }
+  void clear_changed() { changed_users_.clear(); }
   // PredictedEnds::at(now); only with track_ends.
   const std::vector<Running>& ends_at(double now) { return ends_.at(now); }
   const UserHistory& history() const { return history_; }
@@ -119,6 +123,10 @@ class Predictions {
   std::vector<std::pair<int32_t, double>> ended_at_start_;  // runtime-0 jobs, start
   std::vector<double> predicted_run_;                       // per job of the window: p_run
   PredictedEnds ends_;
+  std::vector<int32_t> changed_users_;
+  void changed(int32_t user) {
+    if (user >= 0) changed_users_.push_back(user);
+  }
 };
 
 }  // namespace ddppo

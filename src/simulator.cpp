@@ -79,9 +79,20 @@ void Simulator::make_index() {
     groups_.emplace(policy_ == Policy::kSjbf ? w_.user : nullptr, w_.procs, w_.requested_time,
                     w_.submit, cached_.data(), begin_, end_);
   group_users_.clear();
-  if (policy_ == Policy::kSjbf)
-    for (size_t g = 0; g < groups_->size(); ++g)
-      group_users_.push_back(predictions_->history().user_index(groups_->first_of(g)));
+  keep_sjbf_heads_ = false;
+  sjbf_heads_.clear();
+  user_groups_.clear();
+  if (policy_ != Policy::kSjbf) return;
+  for (size_t g = 0; g < groups_->size(); ++g)
+    group_users_.push_back(predictions_->history().user_index(groups_->first_of(g)));
+  // EASY picks seldom (LANL-CM5 x0.5: 1 job in 4; its scans key their candidates): there, moving
+  // a user's groups at each completion cost more (18% of instructions) than the picks it saves.
+  keep_sjbf_heads_ = backfill_ != Backfill::kEasy;
+  if (!keep_sjbf_heads_) return;
+  for (int32_t u : group_users_)
+    if (u >= static_cast<int32_t>(user_groups_.size())) user_groups_.resize(u + 1);
+  sjbf_keys_.assign(groups_->size(), 0);
+  user_at_.assign(groups_->size(), 0);
 }
 
 // The waiting jobs are indexed again for order p and backfill b; what the conservative scans
@@ -94,10 +105,7 @@ void Simulator::set_rule(Policy p, Backfill b) {
   backfill_ = b;
   for (size_t j = begin_; j < end_; ++j) cached_[j - begin_] = cached_of(j);
   make_index();
-  for (int32_t j : waiting()) {
-    if (index_) index_->add(j);
-    if (groups_) groups_->add(j);
-  }
+  for (int32_t j : waiting()) index_add(j);
   ranked_.clear();
   std::fill(listed_.begin(), listed_.end(), 0);
   planned_ = 0;
@@ -133,8 +141,7 @@ void Simulator::take(int32_t job) {
     start(job);
   } else {
     committed_ = job;
-    if (index_) index_->remove(job);
-    if (groups_) groups_->remove(job);
+    index_remove(job);
     if (scan_or_decide()) return;
     advance();
   }
@@ -165,6 +172,8 @@ int32_t Simulator::pick_heuristic() const {
         return unicep_score(now_, submit, divisor);
       });
     default:
+      if (keep_sjbf_heads_)  // ties by index order, as in lowest()
+        return sjbf_heads_.empty() ? -1 : sjbf_heads_.begin()->second;
       return lowest([this](size_t g, int32_t, double, double) { return sjbf_score_of(g); });
   }
 }
@@ -200,8 +209,7 @@ void Simulator::start(int32_t job) {
   ++started_;
   started_jobs_.push_back(job);
   waiting_count_add(w_.procs[job], -1);
-  if (index_) index_->remove(job);
-  if (groups_) groups_->remove(job);
+  index_remove(job);
   if (predictions_) predictions_->start(job, now_);
   // A job of runtime 0 ends as it starts: its procs are never held (docs/simulation.md).
   if (w_.runtime[job] == 0) return;
@@ -259,8 +267,7 @@ void Simulator::apply_events() {
     waiting_count_add(w_.procs[j], 1);
     if (index_ && next_arrival_ + kPrefetchAhead < end_)
       index_->prefetch(static_cast<int32_t>(next_arrival_ + kPrefetchAhead));
-    if (index_) index_->add(j);
-    if (groups_) groups_->add(j);
+    index_add(j);
   }
   if (predictions_) predictions_->advance(now_);
   while (!ends_.empty() && ends_.top().first <= now_) {
@@ -273,6 +280,10 @@ void Simulator::apply_events() {
     ++ended_;
     if (predictions_) predictions_->end(job, started, end);
   }
+  if (!predictions_) return;
+  if (keep_sjbf_heads_)
+    for (int32_t u : predictions_->changed_users()) sjbf_rekey(u);
+  predictions_->clear_changed();
 }
 
 void Simulator::waiting_count_add(int32_t procs, int32_t delta) {
@@ -323,17 +334,27 @@ void Simulator::settle(std::vector<Keyed>::iterator first,
   std::sort(first, last);
 }
 
+// In one pass: the groups within 1e-9 of the largest product so far are kept (near_picks_; the
+// bound only rises, so every group within it of the largest at the end is among them), and
+// the score settles those within it at the end.
 int32_t Simulator::pick_wfp3() const {
-  double most = 0;
+  double most = 0, near = 0;
   const double now = now_;
-  groups_->each_live([&](size_t, int32_t, double submit, double cached) {
-    most = std::max(most, wfp3_product(now, submit, cached));
+  near_picks_.clear();
+  groups_->each_live([&](size_t, int32_t j, double submit, double cached) {
+    const double product = wfp3_product(now, submit, cached);
+    if (product < near) return;
+    if (product > most) most = product, near = most * (1 - 1e-9);
+    near_picks_.push_back({product, j});
   });
-  const double near = most * (1 - 1e-9);
-  return lowest([&](size_t, int32_t j, double submit, double cached) {
-    return wfp3_product(now, submit, cached) >= near ? priority(j)
-                                                     : std::numeric_limits<double>::infinity();
-  });
+  int32_t best = -1;
+  double best_score = std::numeric_limits<double>::infinity();
+  for (auto [product, j] : near_picks_) {
+    if (product < near) continue;
+    const double s = priority(j);
+    if (best < 0 || s < best_score || (s == best_score && j < best)) best_score = s, best = j;
+  }
+  return best;
 }
 
 // Orders runs of close WFP3 keys in sorted keyed jobs by the score.

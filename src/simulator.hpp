@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <queue>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -110,6 +111,10 @@ class Simulator {
   double cached_of(size_t j) const;
   // An empty index_ (FCFS, SJF, F1) or groups_ (the others) for policy_.
   void make_index();
+  // A job joins or leaves the waiting jobs of index_ or groups_ (and SJBF's heads).
+  void index_add(int32_t job);
+  void index_remove(int32_t job);
+  void sjbf_rekey(int32_t user);
   void start(int32_t job);
   void advance();
   void apply_events();
@@ -148,6 +153,8 @@ class Simulator {
   bool plan_by_index(bool held, double near);
   bool plan_by_groups(double near);
 
+  bool group_fits(size_t g) const;
+  size_t last_fitting(size_t below);
   bool passed_over(int32_t job);
   double near_limit(double within) const;
   double reserve_near(int32_t job);
@@ -235,8 +242,19 @@ class Simulator {
   std::optional<WaitingIndex> index_;    // FCFS, SJF and F1's, for picks and EASY scans
   std::optional<WaitingGroups> groups_;  // WFP3, UNICEP and SJBF's, for picks and EASY scans
   std::vector<int32_t> group_users_;     // SJBF: per group of groups_, its user_index()
-  std::vector<Keyed> candidates_;        // an EASY scan's, kept to reuse its memory
-  std::vector<Running> running_;         // sorted by start + requested_time
+  // SJBF without EASY: the oldest job of every group with waiting jobs, keyed by the group's
+  // prediction, in order. A prediction changes only as its user's history does
+  // (apply_events()), so the order is kept as jobs arrive and start: a pick takes the first, a
+  // conservative scan walks it, and neither keys every group (on LANL-CM5 x0.5, some
+  // hundreds). Per group its key there; per user its groups there (at user_at_ in the list).
+  bool keep_sjbf_heads_ = false;
+  std::set<Keyed> sjbf_heads_;
+  std::vector<double> sjbf_keys_;
+  std::vector<std::vector<uint32_t>> user_groups_;
+  std::vector<uint32_t> user_at_;
+  std::vector<Keyed> candidates_;          // an EASY scan's, kept to reuse its memory
+  mutable std::vector<Keyed> near_picks_;  // pick_wfp3()'s (product, job), kept likewise
+  std::vector<Running> running_;           // sorted by start + requested_time
   std::priority_queue<Completion, std::vector<Completion>, std::greater<Completion>> ends_;
   std::vector<double> start_;
   std::vector<int32_t> started_jobs_;
@@ -294,13 +312,23 @@ class Simulator {
     bool fitted = false;
   };
   std::vector<ProcsRuns> procs_runs_;
-  // plan_by_groups()'s: per group, the last scan at which it fitted now; the groups that
-  // fitted as the scan began; every group's oldest job keyed (heads_, merge_heads()), sorted
-  // by key through heads_sorted_ (head_bounds_: sort_heads_through()), in policy order through
-  // heads_settled_, walked through merged_; the next jobs of the groups walked (nexts_).
-  std::vector<uint32_t> group_fits_;
-  std::vector<size_t> fitting_;
+  // plan_by_groups()'s, which counts its calls (group_plans_): per group, the last call that
+  // found it unable to start a job; per class of groups of equal procs, the groups that fitted
+  // now as that call began (those before `cut`); the classes with such a group, in order, and
+  // the one where the last of them is; every group's oldest job keyed (heads_, merge_heads()),
+  // sorted by key through heads_sorted_ (head_bounds_: sort_heads_through()), in policy order
+  // through heads_settled_, walked through merged_; the next jobs of the groups walked (nexts_).
+  uint32_t group_plans_ = 0;
+  std::vector<uint32_t> dropped_;
+  struct FitCut {
+    uint32_t plan = 0;
+    size_t cut = 0;
+  };
+  std::vector<FitCut> fit_cuts_;
+  std::vector<size_t> fit_classes_;
+  size_t fit_class_ = 0;
   std::vector<Keyed> heads_, nexts_;
+  std::set<Keyed>::const_iterator next_head_;  // SJBF: the next of sjbf_heads_ to walk
   std::vector<uint32_t> head_bounds_;
   size_t merged_ = 0, heads_sorted_ = 0, heads_settled_ = 0;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans

@@ -342,7 +342,9 @@ class WaitingGroups {
                      [&](int32_t a, int32_t b) { return key(a) < key(b); });
     for (size_t i = 0; i < order.size(); ++i) {
       if (i == 0 || key(order[i]) != key(order[i - 1])) {
+        if (i == 0 || procs[order[i]] != sizes_.back()) class_end_.push_back(groups_.size());
         groups_.emplace_back();
+        class_.push_back(static_cast<int32_t>(class_end_.size() - 1));
         sizes_.push_back(procs[order[i]]);
         requests_.push_back(request[order[i]]);
         cached_.push_back(cached[order[i] - begin]);
@@ -351,6 +353,9 @@ class WaitingGroups {
       slot_[order[i] - begin] = static_cast<int32_t>(groups_.back().jobs.size());
       groups_.back().jobs.push_back(order[i]);
     }
+    // class_end_ held each class's first group: make it the group after each class.
+    if (!class_end_.empty()) class_end_.erase(class_end_.begin());
+    class_end_.push_back(groups_.size());
     live_bits_.resize((groups_.size() + 63) / 64);
     oldest_.resize(groups_.size());
   }
@@ -422,6 +427,55 @@ class WaitingGroups {
       for (; bits; bits &= bits - 1) visit(64 * word + __builtin_ctzll(bits));
     }
   }
+  // Calls visit(g, end) for every class of groups of equal procs, with procs <= p, that has a
+  // group with a waiting job, in procs order: g is the first such group, `end` the group after
+  // the class (a conservative scan cuts each class once, not each group).
+  template <typename Visit>
+  void each_live_class_to(int32_t p, Visit visit) const {
+    const size_t to = groups_to(p);
+    for (size_t g = next_live(0); g < to;) {
+      const size_t end = class_end_[class_[g]];
+      visit(g, end);
+      g = next_live(end);
+    }
+  }
+  // The first group at or after g with a waiting job, size() if none.
+  size_t next_live(size_t g) const {
+    size_t word = g / 64;
+    if (word >= live_bits_.size()) return size();
+    for (uint64_t bits = live_bits_[word] & (~uint64_t{0} << (g % 64));; bits = live_bits_[word]) {
+      if (bits) return 64 * word + __builtin_ctzll(bits);
+      if (++word == live_bits_.size()) return size();
+    }
+  }
+  // The last group in [first, below) with a waiting job, kNoGroup if none.
+  static constexpr size_t kNoGroup = std::numeric_limits<size_t>::max();
+  size_t last_live(size_t first, size_t below) const {
+    if (below <= first) return kNoGroup;
+    size_t word = (below - 1) / 64;
+    for (uint64_t bits = live_bits_[word] & (~uint64_t{0} >> (63 - (below - 1) % 64));;
+         bits = live_bits_[--word]) {
+      if (bits) {
+        const size_t g = 64 * word + 63 - __builtin_clzll(bits);
+        return g >= first ? g : kNoGroup;
+      }
+      if (64 * word <= first) return kNoGroup;
+    }
+  }
+  // The first group in [first, end), of one class, whose jobs would end past `until` if they
+  // started at `now`, end if none: those before it, with shorter requests, would not. Most
+  // classes fit whole or not at all (the store: 965 sizes, 10 requests).
+  size_t fitting_end(size_t first, size_t end, double now, double until) const {
+    if (now + requests_[end - 1] <= until) return end;
+    if (!(now + requests_[first] <= until)) return first;
+    return std::partition_point(requests_.begin() + first, requests_.begin() + end,
+                                [&](double r) { return now + r <= until; }) -
+           requests_.begin();
+  }
+  // The class of group g (groups of equal procs, numbered by procs), and its first group.
+  size_t class_of(size_t group) const { return class_[group]; }
+  size_t class_first(size_t c) const { return c == 0 ? 0 : class_end_[c - 1]; }
+  size_t classes() const { return class_end_.size(); }
   // The oldest waiting job of j's group, -1 if none.
   int32_t oldest_beside(int32_t j) const { return oldest_of(group(j)); }
   // A conservative scan walks each group from its oldest waiting job: the group's id, its
@@ -467,6 +521,8 @@ class WaitingGroups {
   const double* submit_;
   size_t begin_ = 0;
   std::vector<int32_t> group_, slot_;  // per job of the window: its group, its place there
+  std::vector<int32_t> class_;         // per group: its class (its procs' rank among sizes)
+  std::vector<size_t> class_end_;      // per class: the group after it
   std::vector<char> waits_;            // per job of the window
   std::vector<Group> groups_;          // by (procs, request)
   std::vector<int32_t> live_;          // the groups with waiting jobs

@@ -1,0 +1,54 @@
+// The waiting jobs' indexes as jobs arrive and leave the queue: index_ (FCFS, SJF, F1) or
+// groups_ (WFP3, UNICEP, SJBF), and SJBF's heads kept in order (simulator.hpp, sjbf_heads_).
+#include <utility>
+
+#include "simulator.hpp"
+
+namespace ddppo {
+
+void Simulator::index_add(int32_t job) {
+  if (index_) index_->add(job);
+  if (!groups_) return;
+  groups_->add(job);
+  const size_t g = groups_->group(job);
+  if (!keep_sjbf_heads_ || groups_->oldest_of(g) != job) return;
+  // The group's first waiting job (jobs come in index order).
+  sjbf_keys_[g] = sjbf_score_of(g);
+  sjbf_heads_.emplace(sjbf_keys_[g], job);
+  if (const int32_t u = group_users_[g]; u >= 0) {
+    user_at_[g] = static_cast<uint32_t>(user_groups_[u].size());
+    user_groups_[u].push_back(static_cast<uint32_t>(g));
+  }
+}
+
+void Simulator::index_remove(int32_t job) {
+  if (index_) index_->remove(job);
+  if (!groups_) return;
+  const size_t g = groups_->group(job);
+  const bool oldest = groups_->oldest_of(g) == job;
+  groups_->remove(job);
+  if (!keep_sjbf_heads_ || !oldest) return;
+  auto head = sjbf_heads_.extract({sjbf_keys_[g], job});
+  if (const int32_t next = groups_->oldest_of(g); next >= 0) {
+    head.value().second = next;
+    sjbf_heads_.insert(std::move(head));
+  } else if (const int32_t u = group_users_[g]; u >= 0) {
+    std::vector<uint32_t>& list = user_groups_[u];
+    user_at_[list.back()] = user_at_[g];
+    list[user_at_[g]] = list.back();
+    list.pop_back();
+  }
+}
+
+// User u's history changed: its groups with waiting jobs move to their new predictions.
+void Simulator::sjbf_rekey(int32_t u) {
+  for (uint32_t g : user_groups_[u]) {
+    const double key = sjbf_score_of(g);
+    if (key == sjbf_keys_[g]) continue;
+    auto head = sjbf_heads_.extract({sjbf_keys_[g], groups_->oldest_of(g)});
+    head.value().first = sjbf_keys_[g] = key;
+    sjbf_heads_.insert(std::move(head));
+  }
+}
+
+}  // namespace ddppo
