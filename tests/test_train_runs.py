@@ -18,6 +18,11 @@ SMALL = [*TINY_TRAINING, "dist.preemption=false"]
 TRAIN = [sys.executable, "-m", "ddppo_hpc.train"]
 MPIRUN = ["mpirun", "-n", "2", "--oversubscribe"]
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+# python -c: the training module run as by -m, with Horovod unimportable.
+WITHOUT_HOROVOD = (
+    "import sys; sys.modules['horovod'] = None; import runpy; "
+    "runpy.run_module('ddppo_hpc.train', run_name='__main__')"
+)
 
 
 def train_small(run_dir, updates: int) -> None:
@@ -51,11 +56,9 @@ def test_size_one_without_mpirun(tmp_path):
 
 def test_size_one_needs_no_horovod(tmp_path):
     """A single-rank run imports no Horovod (here unimportable) and learns the same weights."""
-    blocked = "import sys; sys.modules['horovod'] = None; import runpy; "
-    blocked += "runpy.run_module('ddppo_hpc.train', run_name='__main__')"
     args = [*SMALL, "ppo.updates=2"]
     out = subprocess.run(
-        [sys.executable, "-c", blocked, "--run-dir", str(tmp_path / "a"), *args],
+        [sys.executable, "-c", WITHOUT_HOROVOD, "--run-dir", str(tmp_path / "a"), *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -67,10 +70,8 @@ def test_size_one_needs_no_horovod(tmp_path):
 
 
 def test_ranks_without_horovod_are_one_line_and_exit_2(tmp_path):
-    blocked = "import sys; sys.modules['horovod'] = None; import runpy; "
-    blocked += "runpy.run_module('ddppo_hpc.train', run_name='__main__')"
     out = subprocess.run(
-        [*MPIRUN, sys.executable, "-c", blocked, "--run-dir", str(tmp_path), *SMALL],
+        [*MPIRUN, sys.executable, "-c", WITHOUT_HOROVOD, "--run-dir", str(tmp_path), *SMALL],
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,10 +1,13 @@
-"""The package's logger: progress for the person running the job, on standard error. Under
-MPI only rank 0 logs progress (quiet(rank) on the others keeps their warnings and errors)."""
+"""The package's logger: progress for the person running the job, on standard error. Under a
+launcher only rank 0 logs progress (progress.is_rank0(), as for Progress lines); every rank
+keeps its warnings and errors."""
 
 from __future__ import annotations
 
 import logging
 import sys
+
+from ddppo_hpc.progress import is_rank0
 
 logger = logging.getLogger("ddppo_hpc")
 
@@ -17,10 +20,5 @@ class _Stderr(logging.Handler):
 
 
 logger.addHandler(_Stderr())
-logger.setLevel(logging.INFO)
+logger.setLevel(logging.INFO if is_rank0() else logging.WARNING)
 logger.propagate = False
-
-
-def quiet(rank: int) -> None:
-    """Progress from rank 0 only; every rank keeps its warnings and errors."""
-    logger.setLevel(logging.INFO if rank == 0 else logging.WARNING)

@@ -34,7 +34,7 @@ from ddppo_hpc.env import VecSchedulingEnv
 from ddppo_hpc.env.mixed import MixedVecEnv, dealt, shares
 from ddppo_hpc.evaluate import policy_env_options, run_policy
 from ddppo_hpc.gpu import training as gpu_training
-from ddppo_hpc.log import logger, quiet
+from ddppo_hpc.log import logger
 from ddppo_hpc.metrics_log import MetricsLog, baseline_bslds, score_name
 from ddppo_hpc.policy import build_policy, decide, initial_memory, reset_ended
 from ddppo_hpc.rl import RolloutStorage, cost_loss, gae, imitation_loss, ppo_loss
@@ -423,7 +423,6 @@ def main(argv: list[str] | None = None) -> int:
     stop = control.StopFlag()  # first: Slurm's --signal may come while the setup runs
     args = parse_args(argv)
     comm = MPI.COMM_WORLD
-    quiet(comm.Get_rank())
     name = Path(args.config).stem if args.config else "default"
     run_dir = Path(args.run_dir or Path("runs") / name)
     try:
