@@ -89,7 +89,7 @@ size_t Simulator::near_from(size_t r, size_t last) {
       const bool exact = near_runs(c);
       if (first->candidate >= r && exact) break;
       first->candidate_slot = index_->first_in_class(
-          c, index_->slot_at(c, first->candidate_slot, r), near_limit(first->runs.within));
+          c, index_->slot_at(c, first->candidate_slot, r), near_limit(first->runs.runs.within));
       first->candidate = index_->class_rank(c, first->candidate_slot);
       first->exact = true;
     }
@@ -104,10 +104,10 @@ size_t Simulator::near_from(size_t r, size_t last) {
       }
       if (k.covered_from >= std::min(next, below)) continue;
       near_runs(c);
-      k.covered = near_limit(k.runs.within);
+      k.covered = near_limit(k.runs.runs.within);
       k.covered_slot = index_->first_in_class(c, k.covered_slot, k.covered);
       k.covered_from = index_->class_rank(c, k.covered_slot);
-      exact_until_ = std::min(exact_until_, k.runs.beyond);
+      exact_until_ = std::min(exact_until_, k.runs.runs.beyond);
     }
     if (exact_until_ == was) return next;
   }
@@ -116,10 +116,21 @@ size_t Simulator::near_from(size_t r, size_t last) {
 // Class c's runs as of the profile and exact_until_ now; whether its candidate was exact.
 bool Simulator::near_runs(size_t c) {
   NearClass& k = near_[c];
-  if (k.changes == profile_.changes() && k.until == exact_until_) return k.exact;
-  k.changes = profile_.changes(), k.until = exact_until_;
-  k.runs = profile_.runs(index_->class_procs(c), free_, near_until_, exact_until_);
+  if (!fresh_runs(k.runs, index_->class_procs(c))) return k.exact;
   return k.exact = false;
+}
+
+// Makes k, the runs of `procs`, those of the profile, free_ and exact_until_ now; returns
+// whether they were made again. Only the reservations that took procs where at least `procs`
+// were free and left fewer change them (Profile::same_runs()).
+bool Simulator::fresh_runs(ProcsRuns& k, int32_t procs) {
+  const bool same = k.until == exact_until_ && k.fitted == (procs <= free_) &&
+                    profile_.same_runs(procs, k.changes);
+  k.changes = profile_.changes();
+  if (same) return false;
+  k.until = exact_until_, k.fitted = procs <= free_;
+  k.runs = profile_.runs(procs, free_, near_until_, exact_until_);
+  return true;
 }
 
 // Marks as hopeful the waiting jobs that can start now beside the profile and, if there are
@@ -525,13 +536,7 @@ inline bool Simulator::passed_over(int32_t j) {
   const int32_t procs = w_.procs[j];
   if (procs_runs_.size() <= static_cast<size_t>(procs)) procs_runs_.resize(procs + 1);
   ProcsRuns& k = procs_runs_[procs];
-  // near_until_ is the same through a scan, which resets the profile.
-  if (k.until != exact_until_ || k.fitted != (procs <= free_) ||
-      !profile_.same_runs(procs, k.changes)) {
-    k.until = exact_until_, k.fitted = procs <= free_;
-    k.runs = profile_.runs(procs, free_, near_until_, exact_until_);
-  }
-  k.changes = profile_.changes();
+  fresh_runs(k, procs);  // near_until_ is the same through a scan, which resets the profile
   if (estimate(j) <= near_limit(k.runs.within)) return false;
   exact_until_ = std::min(exact_until_, k.runs.beyond);
   return true;

@@ -161,6 +161,8 @@ class Simulator {
   double fit_until(int32_t procs) const;
   size_t near_from(size_t r, size_t last);
   bool near_runs(size_t c);
+  struct ProcsRuns;
+  bool fresh_runs(ProcsRuns& k, int32_t procs);
   bool hopeful(int32_t job) const { return hopeful_[job - begin_] == scan_; }
   double priority(int32_t job) const;
   using Keyed = std::pair<double, int32_t>;  // (rank key, job)
@@ -288,29 +290,27 @@ class Simulator {
   // starts at all but 1 of ~169,000 scans (a quarter of the longest request: ~1,650; 0.15 of
   // it: ~17,000, 5x slower); a wider one places more reservations (the whole: 2x slower).
   double near_width_ = 0;
-  // near_from()'s, per size class of index_: its runs as of profile_.changes() == changes
-  // and exact_until_ == until; a rank no later than its next job with a request of at most
-  // runs.within (that job where `exact`); the jobs with requests over `covered` are left out
-  // with exact_until_ at most their start, and the first one at most is at covered_from;
-  // the class slots of both.
-  struct NearClass {
-    Profile::Runs runs{0, 0};
-    uint64_t changes = std::numeric_limits<uint64_t>::max();
-    double until = 0;
-    size_t candidate = 0, candidate_slot = 0;
-    bool exact = false;
-    double covered = std::numeric_limits<double>::infinity();
-    size_t covered_from = 0, covered_slot = 0;
-  };
-  std::vector<NearClass> near_;
-  // passed_over()'s, per procs: the runs as of profile_.changes(), exact_until_ and whether
-  // the procs fitted free_.
+  // A size's free-procs runs (Profile::runs) as of profile_.changes() == changes, exact_until_
+  // == until and whether the procs fitted free_ (fresh_runs()).
   struct ProcsRuns {
     Profile::Runs runs{0, 0};
     uint64_t changes = 0;
     double until = 0;
     bool fitted = false;
   };
+  // near_from()'s, per size class of index_: its runs; a rank no later than its next job with
+  // a request of at most runs.within (that job where `exact`); the jobs with requests over
+  // `covered` are left out with exact_until_ at most their start, and the first one at most is
+  // at covered_from; the class slots of both.
+  struct NearClass {
+    ProcsRuns runs;
+    size_t candidate = 0, candidate_slot = 0;
+    bool exact = false;
+    double covered = std::numeric_limits<double>::infinity();
+    size_t covered_from = 0, covered_slot = 0;
+  };
+  std::vector<NearClass> near_;
+  // passed_over()'s, per procs.
   std::vector<ProcsRuns> procs_runs_;
   // plan_by_groups()'s, which counts its calls (group_plans_): per group, the last call that
   // found it unable to start a job; per class of groups of equal procs, the groups that fitted
