@@ -97,7 +97,10 @@ size_t Simulator::near_from(size_t r, size_t last) {
     const double was = exact_until_;
     for (size_t c = 0; c < near_.size(); ++c) {
       NearClass& k = near_[c];
-      if (k.covered_from < r) {
+      if (k.covered_from < r && k.exact && k.covered == near_limit(k.runs.runs.within)) {
+        // Its candidate, found by that limit and at or after r, is the first job from r found.
+        k.covered_slot = k.candidate_slot, k.covered_from = k.candidate;
+      } else if (k.covered_from < r) {
         k.covered_slot =
             index_->first_in_class(c, index_->slot_at(c, k.covered_slot, r), k.covered);
         k.covered_from = index_->class_rank(c, k.covered_slot);
