@@ -44,7 +44,7 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
         !(w_.requested_time[j] >= 0))
       throw std::invalid_argument("job " + std::to_string(w_.id[j]) +
                                   " has procs outside 1..machine or a negative time");
-    near_width_ = std::max(near_width_, w_.requested_time[j] / 2);
+    near_width_ = std::max(near_width_, w_.requested_time[j] / 3);
     if (j > begin_ && w_.submit[j] < w_.submit[j - 1])
       throw std::invalid_argument("jobs are not ordered by submit time");
     cached_[j - begin_] = cached_of(j);

@@ -285,10 +285,13 @@ class Simulator {
   // or after near_until_ are left out of it. The jobs a scan starts, once it is certain.
   double exact_until_ = 0, near_until_ = 0;
   std::vector<int32_t> starting_;
-  // The plan near now (FCFS, WFP3, UNICEP, SJBF) reaches this far past now: half the longest
-  // request among the window's jobs. On LANL-CM5 x0.5 and x0.25 under FCFS it then tells what
-  // starts at all but 1 of ~169,000 scans (a quarter of the longest request: ~1,650; 0.15 of
-  // it: ~17,000, 5x slower); a wider one places more reservations (the whole: 2x slower).
+  // The plan near now (FCFS, WFP3, UNICEP, SJBF) reaches this far past now: a third of the
+  // longest request among the window's jobs. On LANL-CM5 x0.25 under FCFS it then tells what
+  // starts at all but 109 of ~169,000 scans, which make the whole plan; a wider one places more
+  // reservations at every scan, a narrower one makes the whole plan more often (instructions
+  // with 1/2, 1/2.5, 1/3, 1/3.5 and 1/4 of it: 4.93G, 4.28G, 3.86G, 4.25G, 4.71G, the last with
+  // 1,667 whole plans; from 1/2 to 1/3 WFP3 -10%, UNICEP -16%, SJBF -9%; on KTH-SP2 at x1,
+  // x0.5, x0.25 and lublin_256 at x1, x0.5: FCFS within 0.4%, WFP3 2% to 11% fewer).
   double near_width_ = 0;
   // A size's free-procs runs (Profile::runs) as of profile_.changes() == changes, exact_until_
   // == until and whether the procs fitted free_ (fresh_runs()).
