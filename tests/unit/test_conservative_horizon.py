@@ -1,5 +1,5 @@
 """Conservative backfilling with requests under FCFS, WFP3, UNICEP and SJBF plans only near
-now: the jobs that could not start before now + half the longest request, or would run past
+now: the jobs that could not start before now + a third of the longest request, or would run past
 the start of one left out, are passed over by size class (FCFS) or group (the others) and stay
 out of the profile, and a scan that cannot tell
 from that plan whether a job starts is planned again whole (issue 17). A hand case for each
@@ -20,8 +20,8 @@ from ddppo_hpc.sim import simulate as simulate_cpp
 def test_the_reservations_left_out_bound_what_the_plan_near_now_can_tell(
     policy, request_6, start_6
 ):
-    # 8 procs, all jobs at 0 but the last, whose request (120) is the longest: the plan near
-    # now reaches half of it, to 60. Job 1 (6 procs to 20) runs; job 2 (4 procs) is committed
+    # 8 procs, all jobs at 0 but the last, whose request (180) is the longest: the plan near
+    # now reaches a third of it, to 60. Job 1 (6 procs to 20) runs; job 2 (4 procs) is committed
     # on [20, 30); job 3 (5 procs) is reserved on [30, 60); job 4 (8 procs) would start at
     # 60, so it is left out. Job 5 (3 procs, 40.5 s) fits from 20 in the profile without job
     # 4, but its run crosses 60, where job 4 holds every proc: it must be left out too (it
@@ -38,7 +38,7 @@ def test_the_reservations_left_out_bound_what_the_plan_near_now_can_tell(
         Job(4, 0.0, 10.0, 8, 10.0, 0),
         Job(5, 0.0, 40.5, 3, 40.5, 0),
         Job(6, 0.0, request_6, 2, request_6, 0),
-        Job(7, 1000.0, 1.0, 1, 120.0, 0),
+        Job(7, 1000.0, 1.0, 1, 180.0, 0),
     ]
     # FCFS plans near now where the queue holds over 16 jobs per size: 120 more whole-machine
     # jobs after job 6 (in submit order, before job 7), reserved far off.

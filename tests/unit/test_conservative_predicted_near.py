@@ -1,6 +1,6 @@
 """Conservative backfilling on EASY++ predictions plans only near now: the reservations that
-would start at or after now + half the longest request, or run past the start of one left out,
-stay out of the profile, and a scan that cannot tell from that plan whether a job starts is
+would start at or after now + a third of the longest request, or run past the start of one left
+out, stay out of the profile, and a scan that cannot tell from that plan whether a job starts is
 planned again whole (issue 17: the best heuristic's teacher runs). A hand case for the bound,
 and long queues with users' histories against the reference, which plans every reservation
 at every scan."""
@@ -24,10 +24,10 @@ def test_a_start_that_runs_past_a_reservation_left_out_waits_for_the_whole_plan(
     # 10 procs, one user per job and no job ends before 100, so every prediction is the
     # request. Job 1 (6 procs) runs to 100; job 2 (5 procs) is committed on [100, 150); job 3
     # (7 procs) is reserved on [150, 200). Job 4 (4 procs, 200 s, the longest request: the
-    # plan near now reaches 100 past now) arrives at 3: job 3's start, 150, is past 103, so it
-    # is left out, and job 4 fits now in the profile without it, but its run crosses 150,
-    # where job 3 leaves 3 procs: the whole plan keeps it waiting until job 3 ends, at 200,
-    # and starts job 5 (1 proc, 10 s), after it under FCFS, now.
+    # plan near now reaches 66.7 s past now) arrives at 3: job 3's start, 150, is past 69.7,
+    # so it is left out, and job 4 fits now in the profile without it, but its run crosses
+    # 150, where job 3 leaves 3 procs: the whole plan keeps it waiting until job 3 ends, at
+    # 200, and starts job 5 (1 proc, 10 s), after it under FCFS, now.
     jobs = [
         Job(1, 0.0, 100.0, 6, 100.0, 1),
         Job(2, 1.0, 50.0, 5, 50.0, 2),
