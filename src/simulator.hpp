@@ -155,9 +155,9 @@ class Simulator {
 
   bool group_fits(size_t g) const;
   size_t last_fitting(size_t below);
-  bool passed_over(int32_t job);
+  bool passed_over(int32_t procs, double duration);
   double near_limit(double within) const;
-  double reserve_near(int32_t job);
+  double reserve_near(int32_t procs, double duration);
   double fit_until(int32_t procs) const;
   size_t near_from(size_t r, size_t last);
   bool near_runs(size_t c);
