@@ -528,11 +528,14 @@ inline bool Simulator::passed_over(int32_t procs, double duration) {
   if (std::isinf(near_until_)) return false;
   if (procs_runs_.size() <= static_cast<size_t>(procs)) procs_runs_.resize(procs + 1);
   ProcsRuns& k = procs_runs_[procs];
-  // near_until_ is the same through a scan, which resets the profile.
+  // near_until_ is the same through a scan, which resets the profile. Most jobs walked are not
+  // passed over (63% under UNICEP at x0.25): the walk of the runs stops at one long enough,
+  // and is made whole (beyond not NaN) only for a job that is longer than it.
   if (k.until != exact_until_ || k.fitted != (procs <= free_) ||
-      !profile_.same_runs(procs, k.changes)) {
+      !profile_.same_runs(procs, k.changes) ||
+      (std::isnan(k.runs.beyond) && duration > near_limit(k.runs.within))) {
     k.until = exact_until_, k.fitted = procs <= free_;
-    k.runs = profile_.runs(procs, free_, near_until_, exact_until_);
+    k.runs = profile_.runs(procs, free_, near_until_, exact_until_, duration);
   }
   k.changes = profile_.changes();
   if (duration <= near_limit(k.runs.within)) return false;

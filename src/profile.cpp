@@ -36,7 +36,8 @@ void Profile::lows(std::vector<Step>& out) const {
 
 // One walk over the steps: the stretches of at least procs free that `within` looks at are
 // kept (a few) for `beyond`, which then walks on only past them.
-Profile::Runs Profile::runs(int32_t procs, int32_t free, double near, double until) const {
+Profile::Runs Profile::runs(int32_t procs, int32_t free, double near, double until,
+                            double enough) const {
   constexpr size_t kKept = 32;
   double kept_from[kKept], kept_end[kKept];
   size_t n = 0, k = 0;
@@ -55,6 +56,7 @@ Profile::Runs Profile::runs(int32_t procs, int32_t free, double near, double unt
   while (next_run()) {
     if (from == steps_[0].time && procs <= free) r.within = end - from;
     if (from < near) r.within = std::max(r.within, std::min(end, until) - from);
+    if (r.within >= enough) return {r.within, std::numeric_limits<double>::quiet_NaN()};
     if (n < kKept)
       kept_from[n] = from, kept_end[n++] = end;
     else
