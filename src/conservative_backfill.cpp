@@ -390,18 +390,25 @@ constexpr size_t kFirstHeads = 4;
 // merge_pop() puts into order only as far as the walk reaches (SJBF: sjbf_heads_ holds them
 // in order). The groups' next jobs, pushed as the walk goes, wait in the heap nexts_.
 void Simulator::merge_heads() {
-  const double now = now_;  // a local: the pass writes doubles, which might alias now_
+  // Locals: the pass writes doubles, which might alias now_. The last scan's deepest head in
+  // order, keyed now (its group's oldest job), is where this scan's walk most likely ends.
+  const double now = now_, cut = deepest_head_key();
   heads_.resize(groups_->live());
   merged_ = heads_settled_ = 0;
   nexts_.clear();
   if (policy_ == Policy::kSjbf) {  // in order already: settle_heads() takes them one by one
     next_head_ = sjbf_heads_.begin();
+    heads_sorted_ = 0;  // nor is there a deepest head for the next scan
     return;
   }
-  size_t n = 0;
+  // The heads keyed at most `cut` go to the front, the others to the back.
+  size_t front = 0, back = heads_.size();
   auto key_each = [&](auto key) {
     groups_->each_live([&](size_t g, int32_t j, double submit, double cached) {
-      heads_[n].first = key(g, submit, cached), heads_[n++].second = j;
+      const Keyed head{key(g, submit, cached), j};
+      const bool before = head.first <= cut;
+      heads_[before ? front : back - 1] = head;
+      front += before, back -= !before;
     });
   };
   switch (policy_) {
@@ -415,19 +422,32 @@ void Simulator::merge_heads() {
         return unicep_score(now, submit, divisor);
       });
   }
+  // Every head in the front comes before every one behind (a bound of sort_heads_through()):
+  // the first heads are found there, and the heads behind it are partitioned only if the walk
+  // gets there. A front too short for the first heads is not kept apart.
   head_bounds_.assign(1, static_cast<uint32_t>(heads_.size()));
-  heads_sorted_ = first_heads();
+  if (front < std::min(heads_.size(), kFirstHeads)) front = heads_.size();
+  if (front < heads_.size()) head_bounds_.push_back(static_cast<uint32_t>(front));
+  heads_sorted_ = first_heads(front);
 }
 
-// Moves the first kFirstHeads heads (all, if fewer) by (key, job) to the front of heads_, in
-// order, the others behind them; returns how many. One pass: most heads are compared with the
-// last of the first found so far only, and stay where they are.
-size_t Simulator::first_heads() {
-  const size_t n = std::min(heads_.size(), kFirstHeads);
+// The last scan's deepest head in policy order (heads_sorted_), its group's oldest job keyed
+// now; infinity where there is none.
+double Simulator::deepest_head_key() const {
+  if (heads_sorted_ == 0) return std::numeric_limits<double>::infinity();
+  const int32_t j = groups_->oldest_beside(heads_[heads_sorted_ - 1].second);
+  return j < 0 ? std::numeric_limits<double>::infinity() : keyed(j).first;
+}
+
+// Moves the first kFirstHeads heads (all, if fewer) by (key, job) among heads_[0, end) to the
+// front of heads_, in order, the others behind them; returns how many. One pass: most heads are
+// compared with the last of the first found so far only, and stay where they are.
+size_t Simulator::first_heads(size_t end) {
+  const size_t n = std::min(end, kFirstHeads);
   std::array<std::pair<Keyed, size_t>, kFirstHeads> first;  // (head, position), in order
   size_t count = 0;
   double most = std::numeric_limits<double>::infinity();  // the last first head's key, once n
-  for (size_t i = 0; i < heads_.size(); ++i) {
+  for (size_t i = 0; i < end; ++i) {
     if (heads_[i].first > most || (count == n && !(heads_[i] < first[n - 1].first))) continue;
     size_t at = count < n ? count++ : n - 1;
     for (; at > 0 && heads_[i] < first[at - 1].first; --at) first[at] = first[at - 1];

@@ -189,7 +189,8 @@ class Simulator {
     return [this](const Keyed& a, const Keyed& b) { return before(b, a); };
   }
   void merge_heads();
-  size_t first_heads();
+  size_t first_heads(size_t end);
+  double deepest_head_key() const;
   Keyed merge_pop();
   void settle_heads();
   void sort_heads_through(size_t i);
