@@ -63,11 +63,13 @@ class Profile {
   // For jobs of `procs`: `within`, the longest run (`free` procs permitting) from the start,
   // or from a rise before `near` up to `until` at most, with at least procs free throughout;
   // `beyond`, the first rise into a longer one (unbounded), before which no longer job of
-  // those procs can start.
+  // those procs can start. The walk stops once `within` reaches `enough`: then `within` is
+  // at least that, maybe not the longest, and `beyond` is NaN.
   struct Runs {
     double within, beyond;
   };
-  Runs runs(int32_t procs, int32_t free, double near, double until) const;
+  Runs runs(int32_t procs, int32_t free, double near, double until,
+            double enough = std::numeric_limits<double>::infinity()) const;
   // Counts the resets, reservations and moves: equal counts, equal profiles.
   uint64_t changes() const { return changes_; }
   // Whether the profile, as changes() counted `since`, had at least `procs` free exactly where

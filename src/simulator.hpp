@@ -155,14 +155,15 @@ class Simulator {
 
   bool group_fits(size_t g) const;
   size_t last_fitting(size_t below);
-  bool passed_over(int32_t job);
+  bool passed_over(int32_t procs, double duration);
   double near_limit(double within) const;
-  double reserve_near(int32_t job);
+  double reserve_near(int32_t procs, double duration);
   double fit_until(int32_t procs) const;
   size_t near_from(size_t r, size_t last);
   bool near_runs(size_t c);
   struct ProcsRuns;
-  bool fresh_runs(ProcsRuns& k, int32_t procs);
+  bool fresh_runs(ProcsRuns& k, int32_t procs,
+                  double enough = std::numeric_limits<double>::infinity());
   bool hopeful(int32_t job) const { return hopeful_[job - begin_] == scan_; }
   double priority(int32_t job) const;
   using Keyed = std::pair<double, int32_t>;  // (rank key, job)
@@ -191,7 +192,8 @@ class Simulator {
     return [this](const Keyed& a, const Keyed& b) { return before(b, a); };
   }
   void merge_heads();
-  size_t first_heads();
+  size_t first_heads(size_t end);
+  double deepest_head_key() const;
   Keyed merge_pop();
   void settle_heads();
   void sort_heads_through(size_t i);
