@@ -15,9 +15,11 @@ namespace ddppo {
 namespace {
 constexpr size_t kNone = std::numeric_limits<size_t>::max();
 // near_from() looks at every size class for each job it does not pass over: that pays where
-// the queue holds more jobs than this per class (the store's first 2,000 jobs, 85 sizes and a
-// short queue: 4x slower than the whole plan; KTH-SP2 x0.5, 97: 4x faster).
-constexpr size_t kNearJobsPerClass = 16;
+// the queue holds more jobs than this per class (instructions with 16, 8, 4, 1, 0: KTH-SP2 x0.5,
+// 97 sizes, 7.52G, 6.75G, 6.71G, 7.00G, 7.17G; lublin_256 x0.5 8.72G, 6.25G, 4.06G, 4.61G,
+// 5.09G; the store's first 2,000 jobs, 85 sizes and a short queue, 68M at 4 and above, 127M at
+// 1, 250M at 0).
+constexpr size_t kNearJobsPerClass = 4;
 }  // namespace
 
 // The waiting jobs in policy order as ranked_ holds them (positions), the hopeful ones marked.
