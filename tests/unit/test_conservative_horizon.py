@@ -40,7 +40,7 @@ def test_the_reservations_left_out_bound_what_the_plan_near_now_can_tell(
         Job(6, 0.0, request_6, 2, request_6, 0),
         Job(7, 1000.0, 1.0, 1, 180.0, 0),
     ]
-    # FCFS plans near now where the queue holds over 16 jobs per size: 120 more whole-machine
+    # FCFS plans near now where the queue holds over 4 jobs per size: 120 more whole-machine
     # jobs after job 6 (in submit order, before job 7), reserved far off.
     jobs[-1:-1] = [Job(i, 0.0, 10.0, 8, 10.0, 0) for i in range(8, 128)]
     expected = simulate(jobs, 8, policy, "conservative")
