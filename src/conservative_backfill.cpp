@@ -337,8 +337,7 @@ bool Simulator::plan_by_groups(double near) {
     const bool passed = passed_over(procs, duration);  // and with it the rest of its group
     if (passed) {
       dropped_[g] = group_plans_;
-    } else if (group_fits(g) && procs <= free_ &&
-               profile_.fits_now(procs, duration)) {  // can_start_now(j)
+    } else if (group_fits(g) && can_start_now(procs, duration)) {
       if (now_ + duration > exact_until_) return false;
       starting_.push_back(j);
       if (w_.runtime[j] > 0) profile_.reserve_now(procs, duration), free_ -= procs;
@@ -616,7 +615,11 @@ void Simulator::start_planned() {
 }
 
 inline bool Simulator::can_start_now(int32_t job) const {
-  return w_.procs[job] <= free_ && profile_.fits_now(w_.procs[job], estimate(job));
+  return can_start_now(w_.procs[job], estimate(job));
+}
+
+inline bool Simulator::can_start_now(int32_t procs, double duration) const {
+  return procs <= free_ && profile_.fits_now(procs, duration);
 }
 
 }  // namespace ddppo

@@ -209,6 +209,7 @@ class Simulator {
   void waiting_count_add(int32_t procs, int32_t delta);
   int32_t waiting_fitting() const;
   bool can_start_now(int32_t job) const;
+  bool can_start_now(int32_t procs, double duration) const;
   void unplan_starts();
   void start_planned();
   // What backfilling takes as the job's runtime if it started now: request or prediction.
