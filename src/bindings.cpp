@@ -65,8 +65,8 @@ nb::tuple simulate(Column<int64_t> id, Column<double> submit, Column<double> run
   {
     nb::gil_scoped_release release;
     ddppo::Simulator sim(w, begin, end, machine_procs, p, b, e);
-    start = sim.run();
-    m = ddppo::compute_metrics(w, begin, start, machine_procs);
+    m = ddppo::compute_metrics(w, begin, sim.run(), machine_procs);
+    start = std::move(sim).take_start_times();
   }
   nb::dict metrics;
   metrics["jobs"] = m.jobs;

@@ -35,8 +35,10 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   start_.assign(end_ - begin_, kNotStarted);
   started_jobs_.reserve(end_ - begin_);
   waiting_by_procs_.assign(machine_ + 1, 0);
-  hopeful_.resize(end_ - begin_);
-  listed_.resize(end_ - begin_);
+  if (backfill_ == Backfill::kConservative || any_rule_) {  // conservative scans' only
+    hopeful_.resize(end_ - begin_);
+    listed_.resize(end_ - begin_);
+  }
   cached_.resize(end_ - begin_);
   if (agent_backfill_) allowed_.resize(end_ - begin_);
   for (size_t j = begin_; j < end_; ++j) {

@@ -46,6 +46,8 @@ class Simulator {
   const std::vector<int32_t>& waiting() const;
   void pick(int32_t job);
   const std::vector<double>& start_times() const { return start_; }
+  // The same, moved out of a simulator that is done with them.
+  std::vector<double> take_start_times() && { return std::move(start_); }
   // The jobs started so far, in the order they started.
   const std::vector<int32_t>& started_jobs() const { return started_jobs_; }
 

@@ -14,6 +14,35 @@
 
 namespace ddppo {
 
+// Jobs begin .. begin+n-1 in (keys[j - begin], j) order. Spread by key over n / kPerBucket
+// buckets of equal key ranges (in job order within each), then sorted bucket by bucket in the
+// cache: on the 11.5M-job store under F1, 1.1 s instead of 1.9 s for sorting all (key, job)
+// pairs at once.
+inline std::vector<int32_t> jobs_by_key(const double* keys, size_t begin, size_t n) {
+  constexpr size_t kPerBucket = 16;
+  std::vector<int32_t> jobs(n);
+  if (n == 0) return jobs;
+  const auto [lo, hi] = std::minmax_element(keys, keys + n);
+  const size_t buckets = n / kPerBucket + 1;
+  double scale = buckets / (*hi - *lo);  // 0 with one key; inf (never taken) with a tiny range
+  if (!(scale < std::numeric_limits<double>::infinity())) scale = 0;
+  auto bucket = [&, min = *lo](double k) {  // falls as k does
+    const double x = (k - min) * scale;
+    return x < buckets - 1 ? static_cast<size_t>(x) : buckets - 1;
+  };
+  std::vector<uint32_t> at(buckets + 1);
+  for (size_t i = 0; i < n; ++i) ++at[bucket(keys[i]) + 1];
+  std::partial_sum(at.begin(), at.end(), at.begin());
+  std::vector<std::pair<double, int32_t>> ranked(n);
+  for (size_t i = 0; i < n; ++i)
+    ranked[at[bucket(keys[i])]++] = {keys[i], static_cast<int32_t>(begin + i)};
+  for (size_t b = 0, from = 0; b < buckets; from = at[b++])  // at[b] is now bucket b's end
+    if (!std::is_sorted(ranked.begin() + from, ranked.begin() + at[b]))
+      std::sort(ranked.begin() + from, ranked.begin() + at[b]);
+  for (size_t i = 0; i < n; ++i) jobs[i] = ranked[i].second;
+  return jobs;
+}
+
 // Values over slots 0 .. n-1 (kUnset, the largest value, where unset) and the first slot at
 // or after k whose value passes a test that, when it passes a value, passes every smaller one.
 // A tree whose nodes each hold the minima of kFan children, one cache line of them: over the
@@ -112,6 +141,8 @@ class MinTree {
 // Conservative scans search the size classes.
 class WaitingIndex {
  public:
+  // How many ranks ahead the build fetches a job's place and columns.
+  static constexpr size_t kAhead = 16;
   // The classes each kind of scan needs; picks need none.
   enum class Scans { kNone, kEasy, kConservative };
   // Jobs begin .. end-1 ranked by (keys[j - begin], j); FCFS (rank = index) without keys.
@@ -120,41 +151,54 @@ class WaitingIndex {
       : procs_(procs),
         request_(request),
         begin_(begin),
-        by_rank_(end - begin),
-        rank_(end - begin),
+        by_rank_(keys ? jobs_by_key(keys, begin, end - begin) : std::vector<int32_t>(end - begin)),
+        places_(end - begin),
         waiting_(end - begin) {
-    std::iota(by_rank_.begin(), by_rank_.end(), static_cast<int32_t>(begin));
-    if (keys) {  // sorted as (key, job) pairs: no indirection per comparison
-      std::vector<std::pair<double, int32_t>> ranked(by_rank_.size());
-      for (size_t i = 0; i < ranked.size(); ++i) ranked[i] = {keys[i], by_rank_[i]};
-      std::sort(ranked.begin(), ranked.end());
-      for (size_t i = 0; i < ranked.size(); ++i) by_rank_[i] = ranked[i].second;
-    }
-    for (size_t r = 0; r < by_rank_.size(); ++r)
-      rank_[by_rank_[r] - begin] = static_cast<int32_t>(r);
-    const size_t any = std::numeric_limits<size_t>::max();
-    if (scans != Scans::kNone) sizes_.build(procs, by_rank_, begin, any);
+    if (!keys) std::iota(by_rank_.begin(), by_rank_.end(), static_cast<int32_t>(begin));
+    const size_t n = end - begin, any = std::numeric_limits<size_t>::max();
+    const bool sized = scans != Scans::kNone && sizes_.classify(procs + begin, n, any);
     // With as many requests as sizes (the logs), the sizes are the fewer classes to search.
-    if (scans == Scans::kEasy) requests_.build(request, by_rank_, begin, sizes_.keys.size() - 1);
+    const bool requested =
+        scans == Scans::kEasy && requests_.classify(request + begin, n, sizes_.keys.size() - 1);
+    // By rank, with the places of jobs some ranks on fetched ahead: they lie all over the
+    // window (on the 11.5M-job store, a cache miss each).
+    for (size_t r = 0; r < n; ++r) {
+      if (r + kAhead < n) {
+        const int32_t k = by_rank_[r + kAhead];
+        __builtin_prefetch(&places_[k - begin], 1);
+        __builtin_prefetch(&procs[k]);
+        __builtin_prefetch(&request[k]);
+      }
+      const int32_t j = by_rank_[r];
+      Place& at = places_[j - begin];
+      at.rank = static_cast<int32_t>(r);
+      if (sized) at.size_slot = sizes_.join(procs[j], at.rank);
+      if (requested) at.request_slot = requests_.join(request[j], at.rank);
+    }
+    sizes_.plant();
+    requests_.plant();
   }
 
   void add(int32_t j) {
-    waiting_.set(rank(j), procs_[j]);
-    sizes_.set(j, begin_, request_[j]);
-    requests_.set(j, begin_, procs_[j]);
+    const Place& at = places_[j - begin_];
+    waiting_.set(at.rank, procs_[j]);
+    sizes_.set(procs_[j], at.size_slot, request_[j]);
+    requests_.set(request_[j], at.request_slot, procs_[j]);
   }
   // Brings what add(j) writes into the cache: jobs arrive in index order, so the simulator
   // asks this for a job some arrivals ahead (on the 11.5M-job store under F1 the slots of a
   // job's rank and classes are scattered over hundreds of MB).
   [[gnu::always_inline]] void prefetch(int32_t j) const {
-    waiting_.prefetch(rank(j));
-    sizes_.prefetch(j, begin_);
-    requests_.prefetch(j, begin_);
+    const Place& at = places_[j - begin_];
+    waiting_.prefetch(at.rank);
+    sizes_.prefetch(procs_[j], at.size_slot);
+    requests_.prefetch(request_[j], at.request_slot);
   }
   void remove(int32_t j) {
-    waiting_.set(rank(j), MinTree<int32_t>::kUnset);
-    sizes_.set(j, begin_, MinTree<double>::kUnset);
-    requests_.set(j, begin_, MinTree<int32_t>::kUnset);
+    const Place& at = places_[j - begin_];
+    waiting_.set(at.rank, MinTree<int32_t>::kUnset);
+    sizes_.set(procs_[j], at.size_slot, MinTree<double>::kUnset);
+    requests_.set(request_[j], at.request_slot, MinTree<int32_t>::kUnset);
   }
   // The waiting job of lowest rank, -1 if none.
   int32_t first() const { return job_at(waiting_from(0)); }
@@ -182,7 +226,7 @@ class WaitingIndex {
   // after r that waits (size() if none).
   size_t size() const { return by_rank_.size(); }
   int32_t at(size_t r) const { return by_rank_[r]; }
-  size_t rank(int32_t j) const { return rank_[j - begin_]; }
+  size_t rank(int32_t j) const { return places_[j - begin_].rank; }
   size_t waiting_from(size_t r) const {
     return waiting_.first_from(r, [](int32_t p) { return p < MinTree<int32_t>::kUnset; });
   }
@@ -234,66 +278,74 @@ class WaitingIndex {
 
  private:
   // The jobs by a key in classes of equal key, each class's jobs in rank order with a tree
-  // over them that holds a value for each waiting one; empty unless built. A class lists its
+  // over them that holds a value for each waiting one; empty unless classified. A class lists its
   // jobs' ranks, not the jobs: a search reads a rank there without a second cache miss in
-  // rank_ (an EASY scan on the 11.5M-job store looks at every request class per job).
+  // places_ (an EASY scan on the 11.5M-job store looks at every request class per job).
   template <typename Key, typename Value>
   struct Classes {
     std::vector<Key> keys;                    // per class, ascending
     std::vector<std::vector<int32_t>> ranks;  // per class, its jobs' ranks, ascending
     std::vector<MinTree<Value>> trees;        // per class, per slot of its jobs
-    std::vector<int32_t> class_, slot_;       // per job of the window
+    std::vector<int32_t> of;                  // integral keys: per value, its class
 
-    // Left empty with more than `most` classes.
-    void build(const Key* key, const std::vector<int32_t>& by_rank, size_t begin, size_t most) {
-      const size_t n = by_rank.size();
-      if (!classify(key, begin, n, most)) return keys.clear();
-      slot_.resize(n);
-      std::vector<int32_t> count(keys.size());
-      for (size_t j = 0; j < n; ++j) ++count[class_[j]];
-      ranks.resize(keys.size());
-      for (size_t c = 0; c < keys.size(); ++c) ranks[c].reserve(count[c]);
-      for (size_t r = 0; r < n; ++r) {
-        const size_t j = by_rank[r] - begin;
-        std::vector<int32_t>& in = ranks[class_[j]];
-        slot_[j] = static_cast<int32_t>(in.size());
-        in.push_back(static_cast<int32_t>(r));
-      }
-      for (const std::vector<int32_t>& in : ranks) trees.emplace_back(in.size());
-    }
-    // The keys, and each job's class in class_; false past `most` classes.
-    bool classify(const Key* key, size_t begin, size_t n, size_t most) {
+    // The classes of the n keys, each with room for its jobs; none (false) past `most`.
+    bool classify(const Key* key, size_t n, size_t most) {
       if constexpr (std::is_integral_v<Key>) {
         // Procs, from 1 to the machine's: a table by value, not a search per job (the 11.5M-job
         // store has 965 sizes).
-        std::vector<int32_t> of(n ? *std::max_element(key + begin, key + begin + n) + 1 : 0, -1);
-        for (size_t j = begin; j < begin + n; ++j) of[key[j]] = 0;
+        of.assign(n ? *std::max_element(key, key + n) + 1 : 0, -1);
+        for (size_t j = 0; j < n; ++j) of[key[j]] = 0;
         for (size_t k = 0; k < of.size(); ++k)
           if (of[k] == 0) of[k] = static_cast<int32_t>(keys.size()), keys.push_back(Key(k));
-        if (keys.size() > most) return false;
-        class_.resize(n);
-        for (size_t j = begin; j < begin + n; ++j) class_[j - begin] = of[key[j]];
-        return true;
       } else {
         // The keys are few beside the jobs: each job's is looked up in those found so far.
-        for (size_t j = begin; j < begin + n; ++j)
-          if (auto at = std::lower_bound(keys.begin(), keys.end(), key[j]);
-              at == keys.end() || *at != key[j]) {
-            keys.insert(at, key[j]);
-            if (keys.size() > most) return false;
-          }
-        class_.resize(n);
-        for (size_t j = begin; j < begin + n; ++j)
-          class_[j - begin] = static_cast<int32_t>(
-              std::lower_bound(keys.begin(), keys.end(), key[j]) - keys.begin());
-        return true;
+        for (size_t j = 0; j < n && keys.size() <= most; ++j)
+          if (const size_t at = keys.empty() ? 0 : lower(key[j]);
+              at == keys.size() || keys[at] != key[j])
+            keys.insert(keys.begin() + at, key[j]);
       }
+      if (keys.size() > most) {
+        keys.clear(), of.clear();
+        return false;
+      }
+      std::vector<int32_t> count(keys.size());
+      for (size_t j = 0; j < n; ++j) ++count[class_of(key[j])];
+      ranks.resize(keys.size());
+      for (size_t c = 0; c < keys.size(); ++c) ranks[c].reserve(count[c]);
+      return true;
     }
-    void set(int32_t j, size_t begin, Value v) {
-      if (!keys.empty()) trees[class_[j - begin]].set(slot_[j - begin], v);
+    // The job of rank r, key k, joins its class after those of lower ranks; its slot there.
+    int32_t join(Key k, int32_t r) {
+      std::vector<int32_t>& in = ranks[class_of(k)];
+      in.push_back(r);
+      return static_cast<int32_t>(in.size() - 1);
     }
-    [[gnu::always_inline]] void prefetch(int32_t j, size_t begin) const {
-      if (!keys.empty()) trees[class_[j - begin]].prefetch(slot_[j - begin]);
+    // Once every job has joined: a tree per class.
+    void plant() {
+      for (const std::vector<int32_t>& in : ranks) trees.emplace_back(in.size());
+    }
+    size_t class_of(Key k) const {
+      if constexpr (std::is_integral_v<Key>)
+        return of[k];
+      else
+        return lower(k);
+    }
+    // The first key not below k (keys.size() if none) in the non-empty keys, by a search
+    // without a branch to mispredict: requests come in no order.
+    size_t lower(Key k) const {
+      const Key* at = keys.data();
+      for (size_t len = keys.size(), half; len > 1; len -= half) {
+        half = len / 2;
+        at = at[half] < k ? at + half : at;
+      }
+      return at - keys.data() + (*at < k);
+    }
+    // The value of the job of key k at `slot` of its class.
+    void set(Key k, int32_t slot, Value v) {
+      if (!keys.empty()) trees[class_of(k)].set(slot, v);
+    }
+    [[gnu::always_inline]] void prefetch(Key k, int32_t slot) const {
+      if (!keys.empty()) trees[class_of(k)].prefetch(slot);
     }
     // How many classes have a key <= k.
     size_t classes_to(Key k) const {
@@ -312,10 +364,16 @@ class WaitingIndex {
   const int32_t* procs_;
   const double* request_;
   size_t begin_ = 0;
-  std::vector<int32_t> by_rank_, rank_;  // per rank; per job of the window
-  MinTree<int32_t> waiting_;             // per rank: the procs of a waiting job
-  Classes<int32_t, double> sizes_;       // by procs: requests
-  Classes<double, int32_t> requests_;    // by request: procs
+  // Per job of the window, side by side (a removal reads them in one cache line): its rank,
+  // its slots in its size and request classes.
+  struct Place {
+    int32_t rank = 0, size_slot = 0, request_slot = 0;
+  };
+  std::vector<int32_t> by_rank_;  // per rank
+  std::vector<Place> places_;
+  MinTree<int32_t> waiting_;           // per rank: the procs of a waiting job
+  Classes<int32_t, double> sizes_;     // by procs: requests
+  Classes<double, int32_t> requests_;  // by request: procs
 };
 
 // The waiting jobs in groups of equal (user, procs, request), the user only for SJBF: in a
