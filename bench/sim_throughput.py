@@ -13,11 +13,12 @@ implementations on the same jobs: the whole trace for none and EASY; for conserv
 reference rebuilds the free-procs profile for every job, only the first --window jobs.
 
 Heavy load: LANL-CM5 with its submit times multiplied by each of --scales (x 0.5 doubles the
-offered load; its FCFS queue reaches 40,000 jobs), the C++ core on the whole trace (one run),
-the reference on the first --window jobs, or "> limit" where it takes over --limit seconds.
-Then a synthetic store of --store-jobs jobs (`data generate`, 1,024 procs; the time it took
-is printed) with its submit times scaled to offered load 1.2, so that the queue keeps
-growing: the same rows, conservative on the first --window jobs only. --tables, --policies
+offered load; its FCFS queue reaches 40,000 jobs), the C++ core on the whole trace (best of
+--repeat runs, as above), the reference on the first --window jobs, or "> limit" where it
+takes over --limit seconds. Then a synthetic store of --store-jobs jobs (`data generate`,
+1,024 procs; the time it took is printed) with its submit times scaled to offered load 1.2, so
+that the queue keeps growing: the same rows (one whole run each: 10-30 s), conservative on the
+first --window jobs only. --tables, --policies
 and --backfills select tables and rows (default: all).
 """
 
@@ -108,10 +109,10 @@ def seconds_within(limit: float, fn, *args) -> float | None:
         signal.signal(signal.SIGALRM, previous)
 
 
-def heavy_row(trace: Trace, label: str, policy: str, backfill: str, args, whole=True) -> str:
-    """The C++ core on the whole trace (where `whole`) and on its first --window jobs, beside
-    the reference on those."""
-    full = len(trace) / best_of(1, simulate, trace, policy, backfill) if whole else None
+def heavy_row(trace: Trace, label: str, policy: str, backfill: str, args, whole: int) -> str:
+    """The C++ core on the whole trace (the best of `whole` runs; none where 0) and on its first
+    --window jobs, beside the reference on those."""
+    full = len(trace) / best_of(whole, simulate, trace, policy, backfill) if whole else None
     n = min(args.window, len(trace))
     cpp = best_of(args.repeat, simulate, trace, policy, backfill, 0, n)
     py = seconds_within(args.limit, simulate_py, jobs_of(trace, 0, n), trace.machine_procs,
@@ -171,7 +172,8 @@ def main() -> int:
         for scale in args.scales:
             trace = dataclasses.replace(native, submit=native.submit * scale)
             for policy, backfill in rows:
-                print(heavy_row(trace, f"LANL x{scale}", policy, backfill, args), flush=True)
+                row = heavy_row(trace, f"LANL x{scale}", policy, backfill, args, args.repeat)
+                print(row, flush=True)
     if "store" in args.tables and args.store_jobs > 0:
         with tempfile.TemporaryDirectory() as tmp:
             trace, took = store_trace(args.store_jobs, Path(tmp))
@@ -181,7 +183,7 @@ def main() -> int:
                 f"\n{header}"
             )
             for policy, backfill in rows:
-                whole = backfill != "conservative"
+                whole = 0 if backfill == "conservative" else 1
                 print(heavy_row(trace, "store", policy, backfill, args, whole), flush=True)
     return 0
 
