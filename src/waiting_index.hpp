@@ -286,17 +286,19 @@ class WaitingIndex {
     std::vector<Key> keys;                    // per class, ascending
     std::vector<std::vector<int32_t>> ranks;  // per class, its jobs' ranks, ascending
     std::vector<MinTree<Value>> trees;        // per class, per slot of its jobs
-    std::vector<int32_t> of;                  // integral keys: per value, its class
+    std::vector<int32_t> upto;                // integral keys: per value, classes up to it
 
     // The classes of the n keys, each with room for its jobs; none (false) past `most`.
     bool classify(const Key* key, size_t n, size_t most) {
       if constexpr (std::is_integral_v<Key>) {
         // Procs, from 1 to the machine's: a table by value, not a search per job (the 11.5M-job
         // store has 965 sizes).
-        of.assign(n ? *std::max_element(key, key + n) + 1 : 0, -1);
-        for (size_t j = 0; j < n; ++j) of[key[j]] = 0;
-        for (size_t k = 0; k < of.size(); ++k)
-          if (of[k] == 0) of[k] = static_cast<int32_t>(keys.size()), keys.push_back(Key(k));
+        upto.assign(n ? *std::max_element(key, key + n) + 1 : 0, 0);
+        for (size_t j = 0; j < n; ++j) upto[key[j]] = 1;
+        for (size_t k = 0; k < upto.size(); ++k) {
+          if (upto[k]) keys.push_back(Key(k));
+          upto[k] = static_cast<int32_t>(keys.size());
+        }
       } else {
         // The keys are few beside the jobs: each job's is looked up in those found so far.
         for (size_t j = 0; j < n && keys.size() <= most; ++j)
@@ -305,7 +307,7 @@ class WaitingIndex {
             keys.insert(keys.begin() + at, key[j]);
       }
       if (keys.size() > most) {
-        keys.clear(), of.clear();
+        keys.clear(), upto.clear();
         return false;
       }
       std::vector<int32_t> count(keys.size());
@@ -326,7 +328,7 @@ class WaitingIndex {
     }
     size_t class_of(Key k) const {
       if constexpr (std::is_integral_v<Key>)
-        return of[k];
+        return upto[k] - 1;
       else
         return lower(k);
     }
@@ -349,7 +351,10 @@ class WaitingIndex {
     }
     // How many classes have a key <= k.
     size_t classes_to(Key k) const {
-      return std::upper_bound(keys.begin(), keys.end(), k) - keys.begin();
+      if constexpr (std::is_integral_v<Key>)  // an EASY scan asks twice per job it starts
+        return k < 0 ? 0 : size_t(k) < upto.size() ? upto[k] : keys.size();
+      else
+        return std::upper_bound(keys.begin(), keys.end(), k) - keys.begin();
     }
   };
   // The lowest rank in class c whose value passes, size() if none.
