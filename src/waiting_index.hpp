@@ -24,9 +24,10 @@ inline std::vector<int32_t> jobs_by_key(const double* keys, size_t begin, size_t
   if (n == 0) return jobs;
   const auto [lo, hi] = std::minmax_element(keys, keys + n);
   const size_t buckets = n / kPerBucket + 1;
-  double scale = buckets / (*hi - *lo);  // 0 with one key; inf (never taken) with a tiny range
+  // A bucket never rises as the key falls; with one key (or a range too tiny to divide), one.
+  double scale = buckets / (*hi - *lo);
   if (!(scale < std::numeric_limits<double>::infinity())) scale = 0;
-  auto bucket = [&, min = *lo](double k) {  // falls as k does
+  auto bucket = [&, min = *lo](double k) {
     const double x = (k - min) * scale;
     return x < buckets - 1 ? static_cast<size_t>(x) : buckets - 1;
   };
