@@ -4,6 +4,8 @@
 #include <iterator>
 #include <limits>
 
+#include "bisect.hpp"
+
 // earliest(), at_or_after() and take() are `inline` to be inlined into the calls a scan makes
 // (see src/conservative_backfill.cpp).
 namespace ddppo {
@@ -99,11 +101,7 @@ inline size_t Profile::at_or_after(double t) const {
   constexpr size_t kWalk = 32;
   if (t <= steps_[0].time) return 0;
   size_t end = steps_.size();
-  if (end <= kWalk) {
-    const Step* first = steps_.data();  // the answer lies in [first, first + end]
-    for (; end > 1; end -= end / 2) first += (first[end / 2 - 1].time < t) * (end / 2);
-    return first - steps_.data() + (first->time < t);
-  }
+  if (end <= kWalk) return bisect(steps_.data(), end, [t](const Step& s) { return s.time < t; });
   const size_t walked = end - kWalk;
   while (end > walked && steps_[end - 1].time >= t) --end;
   if (end > walked) return end;

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "bisect.hpp"
+
 namespace ddppo {
 
 // Jobs begin .. begin+n-1 in (keys[j - begin], j) order. Spread by key over n / kPerBucket
@@ -344,12 +346,7 @@ class WaitingIndex {
     // The first key not below k (keys.size() if none) in the non-empty keys, by a search
     // without a branch to mispredict: requests come in no order.
     size_t lower(Key k) const {
-      const Key* at = keys.data();
-      for (size_t len = keys.size(), half; len > 1; len -= half) {
-        half = len / 2;
-        at = at[half] < k ? at + half : at;
-      }
-      return at - keys.data() + (*at < k);
+      return bisect(keys.data(), keys.size(), [k](Key x) { return x < k; });
     }
     // The value of the job of key k at `slot` of its class.
     void set(Key k, int32_t slot, Value v) {
