@@ -85,8 +85,8 @@ PyGpuEnv* make_gpu_env(Column<int64_t> id, Column<double> submit, Column<double>
                        bool wait, bool non_blocking, bool set_aside, bool teacher_holds,
                        const std::vector<uint64_t>& seeds) {
   ddppo::GpuJobs jobs = JobColumns{id, submit, runtime, gpus, cpu, mem, user, users}.view();
-  ddppo::GpuEnvConfig config{window_jobs, max_queue,  dual,  ddppo::parse_gpu_order(order),
-                             w_jct,       w_makespan, w_comm};
+  ddppo::GpuEnvConfig config{window_jobs, max_queue,  dual,   ddppo::parse_gpu_order(order),
+                             w_jct,       w_makespan, w_comm, std::nullopt};
   config.wait = wait;
   config.non_blocking = non_blocking;
   config.set_aside = set_aside;
