@@ -54,7 +54,10 @@ void Simulator::scan_in_rank_order(Shadow& s) {
 // Free procs and extra only fall during a scan: only the jobs that could start as it began
 // might, and few of them do; in a group, only its oldest. So each round drops those that no
 // longer can and takes the first of the others in policy order (its group's next oldest then
-// joins), until none is left.
+// joins), until none is left. The first round drops none: each_oldest_fitting() made the same
+// test. The first in policy order is the least (key, job), or under WFP3 one whose key is within
+// close_keys() of the least key and comes before it by score: before() agrees with the order of
+// the exact scores, so its first among those is the first of all.
 void Simulator::scan_candidates(Shadow& s) {
   auto can = [&](int32_t j) {
     return w_.procs[j] <= free_ && (w_.procs[j] <= s.extra || now_ + estimate(j) <= s.time);
@@ -62,28 +65,31 @@ void Simulator::scan_candidates(Shadow& s) {
   candidates_.clear();
   groups_->each_oldest_fitting(free_, s.extra, now_, s.time,
                                [&](int32_t j) { candidates_.push_back(keyed(j)); });
-  while (!candidates_.empty()) {
-    size_t best = 0;  // the first in policy order of those kept so far
-    for (size_t i = 0; i < candidates_.size();) {
-      if (!can(candidates_[i].second)) {  // nor later in this scan: it leaves the candidates
-        candidates_[i] = candidates_.back();
-        candidates_.pop_back();
+  // A local view: the loops then keep the array and its length in registers.
+  Keyed* c = candidates_.data();
+  size_t n = candidates_.size();
+  for (bool tested = true; n > 0; tested = false) {
+    size_t best = 0;  // the least (key, job) of those kept so far
+    for (size_t i = 0; i < n;) {
+      if (!tested && !can(c[i].second)) {  // nor later in this scan: it leaves the candidates
+        c[i] = c[--n];
         continue;
       }
-      if (i > 0 && before(candidates_[i], candidates_[best])) best = i;
+      if (c[i] < c[best]) best = i;
       ++i;
     }
-    if (candidates_.empty()) return;
-    const int32_t j = candidates_[best].second;
+    if (n == 0) return;
+    if (policy_ == Policy::kWfp3) {
+      // WFP3's keys are at most 0: a key close to the least one is at most this.
+      const double close = c[best].first * (1 - 2e-9);
+      for (size_t i = 0; i < n; ++i)
+        if (c[i].first <= close && before(c[i], c[best])) best = i;
+    }
+    const int32_t j = c[best].second;
     admit(j, s);  // it passes: this takes its procs from extra where it runs past S
     start(j);
     const int32_t next = groups_->oldest_beside(j);
-    if (next >= 0) {
-      candidates_[best] = keyed(next);
-    } else {
-      candidates_[best] = candidates_.back();
-      candidates_.pop_back();
-    }
+    c[best] = next >= 0 ? keyed(next) : c[--n];
   }
 }
 
