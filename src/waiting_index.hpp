@@ -476,20 +476,24 @@ class WaitingGroups {
   // Calls visit(j) for the oldest waiting job of every group whose jobs an EASY scan may
   // start: procs <= free and either procs <= extra or now + request <= shadow. By (procs,
   // request), these groups are among the first groups_to(free), and those up to the extra
-  // procs pass: a walk of the live groups' bits there finds them. Past those, a class's
-  // requests only grow, so its first group too long ends it (on LANL-CM5 x 0.25 under WFP3
-  // most live groups that fit the free procs are too long).
+  // procs pass: a walk of the live groups' bits there finds them.
   template <typename Visit>
   void each_oldest_fitting(int32_t free, int32_t extra, double now, double shadow,
                            Visit visit) const {
-    const size_t anyway = groups_to(std::min(free, extra)), to = groups_to(free);
-    for (size_t k = next_live(0); k < to;) {
-      if (k < anyway || now + requests_[k] <= shadow) {
-        visit(oldest_[k]);
-        k = next_live(k + 1);
-      } else {
-        k = next_live(class_end_[class_[k]]);
-      }
+    const size_t anyway = groups_to(std::min(free, extra));
+    each_live_to(free, [&](size_t k) {
+      if (k < anyway || now + requests_[k] <= shadow) visit(oldest_[k]);
+    });
+  }
+  // Calls visit(group) for every group with a waiting job and procs <= p, in (procs, request)
+  // order: a walk of the live groups' bits among the first groups_to(p).
+  template <typename Visit>
+  void each_live_to(int32_t p, Visit visit) const {
+    const size_t to = groups_to(p);
+    for (size_t word = 0; 64 * word < to; ++word) {
+      uint64_t bits = live_bits_[word];
+      if (64 * word + 64 > to) bits &= (uint64_t{1} << (to - 64 * word)) - 1;
+      for (; bits; bits &= bits - 1) visit(64 * word + __builtin_ctzll(bits));
     }
   }
   // Calls visit(g, end) for every class of groups of equal procs, with procs <= p, that has a
