@@ -80,8 +80,9 @@ void Simulator::scan_candidates(Shadow& s) {
     }
     if (n == 0) return;
     if (policy_ == Policy::kWfp3) {
-      // WFP3's keys are at most 0: a key close to the least one is at most this.
-      const double close = c[best].first * (1 - 2e-9);
+      // WFP3's keys are at most 0: a key close to the least one is at most this (twice the
+      // tolerance, for the rounding of the product).
+      const double close = c[best].first * (1 - 2 * kWfp3Close);
       for (size_t i = 0; i < n; ++i)
         if (c[i].first <= close && before(c[i], c[best])) best = i;
     }

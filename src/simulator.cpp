@@ -336,9 +336,9 @@ void Simulator::settle(std::vector<Keyed>::iterator first,
   std::sort(first, last);
 }
 
-// In one pass: the groups within 1e-9 of the largest product so far are kept (near_picks_; the
-// bound only rises, so every group within it of the largest at the end is among them), and
-// the score settles those within it at the end.
+// In one pass: the groups within kWfp3Close of the largest product so far are kept (near_picks_;
+// the bound only rises, so every group within it of the largest at the end is among them), and the
+// score settles those within it at the end.
 int32_t Simulator::pick_wfp3() const {
   double most = 0, near = 0;
   const double now = now_;
@@ -346,7 +346,7 @@ int32_t Simulator::pick_wfp3() const {
   groups_->each_live([&](size_t, int32_t j, double submit, double cached) {
     const double product = wfp3_product(now, submit, cached);
     if (product < near) return;
-    if (product > most) most = product, near = most * (1 - 1e-9);
+    if (product > most) most = product, near = most * (1 - kWfp3Close);
     near_picks_.push_back({product, j});
   });
   int32_t best = -1;

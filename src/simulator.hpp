@@ -100,7 +100,9 @@ class Simulator {
   int32_t lowest(Key key) const;
   // WFP3's score is -pow(w/r, 3) * n, and pow() is slow. Picks and ranks use
   // w^3 * (n / r^3) with n / r^3 computed once, within 1e-14 of the score's magnitude:
-  // only keys closer than 1e-9 can be out of order, and those are settled by the score.
+  // only keys closer than kWfp3Close (relative) can be out of order, and those are settled by
+  // the score.
+  static constexpr double kWfp3Close = 1e-9;
   static double wfp3_product(double now, double submit, double cached) {
     double wait = now - submit;
     return wait * wait * wait * cached;
@@ -201,7 +203,7 @@ class Simulator {
   void sort_heads_through(size_t i);
   bool close_keys(double x, double y) const {
     return policy_ == Policy::kWfp3 &&
-           std::fabs(x - y) <= 1e-9 * std::max(std::fabs(x), std::fabs(y));
+           std::fabs(x - y) <= kWfp3Close * std::max(std::fabs(x), std::fabs(y));
   }
   void settle(std::vector<Keyed>::iterator first, std::vector<Keyed>::iterator last) const;
   void settle_runs(std::vector<Keyed>& keys) const;
