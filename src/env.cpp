@@ -546,7 +546,8 @@ double BatchEnv::score_at(const Env& e, Policy p, int32_t job) const {
 // which is job order. The order of the last observation is kept: its jobs still waiting are
 // the first of the queue now (the queue loses jobs anywhere, gains them at its end), the
 // newly visible jobs come after them, and the scores that move with time (WFP3, UNICEP, SJBF)
-// seldom cross between decisions, so sorting it again by insertion is nearly linear.
+// seldom cross between decisions, so sorting the kept jobs again by insertion is nearly
+// linear; the new ones are sorted apart and merged in.
 void BatchEnv::write_ranks(Env& e, Policy p, float* jobs, size_t column) const {
   const Simulator& s = *e.sim;
   const std::vector<int32_t>& queue = s.waiting();
@@ -560,9 +561,9 @@ void BatchEnv::write_ranks(Env& e, Policy p, float* jobs, size_t column) const {
               order.end());
   if (p != Policy::kF1 && p != Policy::kSjf)
     for (Ranked& x : order) x.first = score_at(e, p, x.second);
-  for (size_t k = order.size(); k < visible; ++k)
-    order.emplace_back(score_at(e, p, queue[k]), queue[k]);
-  sort_nearly_sorted(order.begin(), order.end());
+  const size_t kept = order.size();
+  for (size_t k = kept; k < visible; ++k) order.emplace_back(score_at(e, p, queue[k]), queue[k]);
+  sort_nearly_sorted(order.begin(), order.begin() + kept, order.end());
   for (size_t r = 0; r < visible; ++r)
     jobs[e.slot[order[r].second - e.begin] * F + column] =
         static_cast<float>(r) / static_cast<float>(config_.max_queue);

@@ -1,5 +1,5 @@
 // Sorting a range that was sorted a moment ago and has changed a little: a kept order whose
-// keys moved, with new elements at its end (the simulator's conservative ranks, the RL
+// keys moved, with new elements after it (the simulator's conservative ranks, the RL
 // environment's heuristic ranks).
 #pragma once
 
@@ -27,11 +27,16 @@ bool insertion_sort(It first, It last, size_t moves) {
   return true;
 }
 
-// Sorts [first, last): by insertion while that stays nearly linear, else by std::sort.
+// Sorts [first, last), whose [first, middle) was sorted a moment ago and has changed a little
+// (a kept order whose keys moved) and whose [middle, last) is new: the kept part by insertion
+// while that stays nearly linear (else by std::sort), the new part by std::sort, then one
+// merge. Inserting the new elements one by one moved half the kept order for each.
 template <typename It>
-void sort_nearly_sorted(It first, It last) {
-  if (!insertion_sort(first, last, 4 * static_cast<size_t>(last - first) + 64))
-    std::sort(first, last);
+void sort_nearly_sorted(It first, It middle, It last) {
+  if (!insertion_sort(first, middle, 4 * static_cast<size_t>(middle - first) + 64))
+    std::sort(first, middle);
+  std::sort(middle, last);
+  std::inplace_merge(first, middle, last);
 }
 
 }  // namespace ddppo

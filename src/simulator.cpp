@@ -383,7 +383,8 @@ void Simulator::sort_by_policy(std::vector<int32_t>& jobs) const {
 // Brings ranked_ to the waiting jobs in policy order at now. It keeps the last scan's order:
 // between scans few jobs leave or arrive and few pairs of keys cross (WFP3 and UNICEP keys
 // move with the wait, SJBF's with the predictions), so sorting it again by insertion is nearly
-// linear. FCFS, SJF and F1 keys never change: only the arrivals are keyed.
+// linear; the arrivals are sorted apart and merged in. FCFS, SJF and F1 keys never change:
+// only the arrivals are keyed.
 void Simulator::rerank() {
   size_t kept = 0;
   for (const Keyed& k : ranked_)
@@ -393,7 +394,7 @@ void Simulator::rerank() {
     if (!listed_[j - begin_]) listed_[j - begin_] = 1, ranked_.push_back(keyed(j));
   if (!static_order())
     for (Keyed& k : ranked_) k = keyed(k.second);
-  sort_nearly_sorted(ranked_.begin(), ranked_.end());
+  sort_nearly_sorted(ranked_.begin(), ranked_.begin() + kept, ranked_.end());
   settle_runs(ranked_);
 }
 
