@@ -114,20 +114,25 @@ def heavy_table(traces: Path, episodes: int, repeat: int) -> None:
     loads = {"native": native, f"x {HEAVY_SCALE}": at_load(native, HEAVY_SCALE)}
     print(
         f"\nheavy load: {HEAVY}, B = {HEAVY_BATCH}, random actions, median of {repeat}"
+        " (the ratio: median of the pairs, each load measured in turn)"
         f"\n{'environment':<30}{'window':>7}"
         + "".join(f"{load + ' dec/s':>16}{'queue':>11}" for load in loads)
         + f"{'native / x ' + str(HEAVY_SCALE):>17}"
     )
     for name, make in heavy_envs().items():
-        row, rates = "", []
-        for trace in loads.values():
-            envs = [make(trace, False) for _ in range(repeat)]
-            steps = episodes * envs[0].window_jobs
-            rates.append(np.median([random_rate(env, 0, steps) for env in envs]))
-            lengths = queue_lengths(make(trace, True), steps)
-            row += f"{rates[-1]:>16,.0f}{f'{np.median(lengths):.0f} / {lengths.max():.0f}':>11}"
-        window = envs[0].window_jobs
-        print(f"{name:<30}{window:>7}{row}{rates[0] / rates[1]:>16.2f}x", flush=True)
+        rates = {load: [] for load in loads}
+        for _ in range(repeat):  # the loads alternate: a host that slows down slows both
+            for load, trace in loads.items():
+                env = make(trace, False)
+                rates[load].append(random_rate(env, 0, episodes * env.window_jobs))
+        row = ""
+        for load, trace in loads.items():
+            lengths = queue_lengths(make(trace, True), episodes * env.window_jobs)
+            queue = f"{np.median(lengths):.0f} / {lengths.max():.0f}"
+            row += f"{np.median(rates[load]):>16,.0f}{queue:>11}"
+        native, heavy = rates.values()
+        ratio = np.median(np.divide(native, heavy))
+        print(f"{name:<30}{env.window_jobs:>7}{row}{ratio:>16.2f}x", flush=True)
 
 
 def reference_rate(trace: Trace, seconds: float) -> float:
