@@ -30,6 +30,7 @@ import json
 import platform
 import shlex
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -96,31 +97,48 @@ def policy_env_options(options: EnvConfig) -> dict:
     )
 
 
-def run_policy(
-    policy: torch.nn.Module, trace: Trace, spans: dict, options: EnvConfig, backfill: str
+def first_episodes(
+    trace: Trace, spans: dict, env_options: dict, backfill: str, actor: Callable
 ) -> list[tuple[int, np.ndarray, dict]]:
-    """(window, start times, metrics) of one greedy episode per window of `spans` (window ->
-    (first job, jobs)): one batch per window length, one environment per window, with the
-    training run's policy_env_options (with `backfill` none, agent backfilling has no
-    decision to make)."""
+    """(window, start times, metrics) of the first episode of one environment per window of
+    `spans` (window -> (first job, jobs)): one batch per window length, built with
+    `env_options` (VecSchedulingEnv keywords) and `backfill`. `actor(n)` gives a batch of n
+    environments its chooser: (env, observation) -> actions."""
     done = []
     for length in sorted({n for _, n in spans.values()}):
         windows = [w for w, (_, n) in spans.items() if n == length]
-        env = VecSchedulingEnv(
-            trace, len(windows), length, backfill=backfill, **policy_env_options(options)
-        )
+        env = VecSchedulingEnv(trace, len(windows), length, backfill=backfill, **env_options)
         env.reset()
         obs = env.begin_at([spans[w][0] for w in windows])
-        memory = initial_memory(policy, len(windows), "cpu")
+        choose = actor(len(windows))
         finished = np.zeros(len(windows), dtype=bool)
-        while not finished.all():  # only the first episode counts: no memory reset needed
-            actions, memory = greedy_actions(policy, obs, memory)
-            obs, _, terminated, _, info = env.step(actions)
+        while not finished.all():
+            obs, _, terminated, _, info = env.step(choose(env, obs))
             for i in np.flatnonzero(terminated & ~finished):  # the first episode only
                 metrics = {m: float(info[m][i]) for m in EPISODE_METRICS}
                 done.append((windows[i], env.last_start_times(i), metrics))
             finished |= terminated
     return sorted(done, key=lambda d: d[0])
+
+
+def run_policy(
+    policy: torch.nn.Module, trace: Trace, spans: dict, options: EnvConfig, backfill: str
+) -> list[tuple[int, np.ndarray, dict]]:
+    """first_episodes() of `policy` acting greedily, with the training run's
+    policy_env_options (with `backfill` none, agent backfilling has no decision to make).
+    Only the first episode counts: its memory needs no reset."""
+
+    def actor(n: int) -> Callable:
+        memory = initial_memory(policy, n, "cpu")
+
+        def choose(env: VecSchedulingEnv, obs: dict) -> np.ndarray:
+            nonlocal memory
+            actions, memory = greedy_actions(policy, obs, memory)
+            return actions
+
+        return choose
+
+    return first_episodes(trace, spans, policy_env_options(options), backfill, actor)
 
 
 def schedulers(
