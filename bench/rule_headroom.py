@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import quality
 
+from ddppo_hpc.args import bounded_int
 from ddppo_hpc.config import load_config
 from ddppo_hpc.data import read_swf
 from ddppo_hpc.data.split import DEFAULT_SPLIT
@@ -62,8 +63,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default = os.environ.get("DDPPO_TRACES", quality.ROOT.parent / "shared" / "traces")
     p.add_argument("--traces", default=str(default), help="folder of the shared traces")
-    p.add_argument("--windows", type=int, default=20, help="windows per trace and load (20)")
-    p.add_argument("--jobs", type=int, default=1024, help="jobs per window (1024)")
+    p.add_argument("--windows", type=bounded_int(1), default=20, help="windows per set (20)")
+    p.add_argument("--jobs", type=bounded_int(1), default=1024, help="jobs per window (1024)")
     args = p.parse_args()
     env = load_config(CONFIG).env
     env = dataclasses.replace(
