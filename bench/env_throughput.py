@@ -125,14 +125,13 @@ def heavy_table(traces: Path, episodes: int, repeat: int) -> None:
             for load, trace in loads.items():
                 env = make(trace, False)
                 rates[load].append(random_rate(env, 0, episodes * env.window_jobs))
-        row = ""
+        row, window = "", env.window_jobs
         for load, trace in loads.items():
-            lengths = queue_lengths(make(trace, True), episodes * env.window_jobs)
+            lengths = queue_lengths(make(trace, True), episodes * window)
             queue = f"{np.median(lengths):.0f} / {lengths.max():.0f}"
             row += f"{np.median(rates[load]):>16,.0f}{queue:>11}"
-        native, heavy = rates.values()
-        ratio = np.median(np.divide(native, heavy))
-        print(f"{name:<30}{env.window_jobs:>7}{row}{ratio:>16.2f}x", flush=True)
+        ratio = np.median(np.divide(*rates.values()))
+        print(f"{name:<30}{window:>7}{row}{ratio:>16.2f}x", flush=True)
 
 
 def reference_rate(trace: Trace, seconds: float) -> float:

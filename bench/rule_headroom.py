@@ -28,8 +28,7 @@ from ddppo_hpc.args import bounded_int
 from ddppo_hpc.config import load_config
 from ddppo_hpc.data import read_swf
 from ddppo_hpc.data.split import DEFAULT_SPLIT
-from ddppo_hpc.evaluate import first_episodes, policy_env_options
-from ddppo_hpc.sim import simulate
+from ddppo_hpc.evaluate import first_episodes, policy_env_options, schedule
 
 CONFIG = quality.ROOT / "configs" / "multi-trace.yaml"
 
@@ -48,14 +47,12 @@ def best_heuristic(trace, spans: list) -> tuple[tuple, np.ndarray]:
     """The row of quality.py's heuristics with the lowest mean avg bsld on `spans`, and its
     avg bsld per window."""
     rows = {
-        (p, b, e): np.array(
-            [simulate(trace, p, b, first, jobs, e).metrics["avg_bsld"] for first, jobs in spans]
+        row: np.array(
+            [schedule(trace, *row, first, jobs).metrics["avg_bsld"] for first, jobs in spans]
         )
-        for p in quality.POLICIES
-        for b in quality.BACKFILLS
-        for e in quality.ESTIMATES
+        for row in quality.heuristics(argparse.Namespace(backfills=quality.BACKFILLS))
     }
-    best = min(rows, key=lambda r: rows[r].mean())
+    best = quality.best_heuristic({row: bsld.mean() for row, bsld in rows.items()})
     return best, rows[best]
 
 
