@@ -2,6 +2,7 @@
 best heuristic on bench/quality.py's test windows (issue 15).
 
     python bench/rule_headroom.py [--traces ../shared/traces] [--windows 20] [--jobs 1024]
+                                  [--wait]
 
 The switcher is configs/multi-trace.yaml's environment with order actions over 12 rules
 (every order x {easy, conservative}, on its EASY++ predictions) that takes, at every
@@ -11,6 +12,8 @@ costs"). No policy whose actions are these rules, which sees only the observatio
 expected to do better. Per trace and load it prints the best heuristic (the lowest mean avg
 bsld of quality.py's 24 rows on the same windows), the switcher's mean avg bsld, their ratio
 and the ratio per window. LANL-CM5's 20 windows take about 5 minutes a load on one core.
+With --wait the environment has `env.wait` and the switcher may also wait (the wait's cost:
+waiting now, then the best rule), at about twice the cost.
 """
 
 from __future__ import annotations
@@ -62,10 +65,15 @@ def main() -> int:
     p.add_argument("--traces", default=str(default), help="folder of the shared traces")
     p.add_argument("--windows", type=bounded_int(1), default=20, help="windows per set (20)")
     p.add_argument("--jobs", type=bounded_int(1), default=1024, help="jobs per window (1024)")
+    p.add_argument("--wait", action="store_true", help="the switcher may also wait (env.wait)")
     args = p.parse_args()
     env = load_config(CONFIG).env
     env = dataclasses.replace(
-        env, order_actions=True, order_picks=False, action_backfills=("easy", "conservative")
+        env,
+        order_actions=True,
+        order_picks=False,
+        action_backfills=("easy", "conservative"),
+        wait=args.wait,
     )
     options = policy_env_options(env)
     files = sorted(Path(args.traces).glob("*.swf.gz"))

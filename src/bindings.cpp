@@ -229,13 +229,13 @@ NB_MODULE(_core, m) {
       .def(
           "rule_costs",
           [](const PyBatchEnv& e, Out<double, -1, -1> costs) {
-            if (costs.shape(0) != e.env.size() || costs.shape(1) != e.env.rules())
-              throw std::invalid_argument("one row of rules() costs per environment");
+            if (costs.shape(0) != e.env.size() || costs.shape(1) != e.env.slots())
+              throw std::invalid_argument("one row of slots costs per environment");
             nb::gil_scoped_release release;
             e.env.rule_costs(costs.data());
           },
           "Writes each environment's window avg bsld if it follows each rule from now on "
-          "(order actions).")
+          "(order actions), and with wait if it waits now and then follows the best rule.")
       .def(
           "teacher", [](const PyBatchEnv& e, size_t i) { return policy_name(e.env.teacher(i)); },
           "i"_a, "The heuristic that heuristic_actions() follows in environment i's episode.")

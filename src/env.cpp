@@ -640,14 +640,25 @@ double BatchEnv::rollout_bsld(const Env& e, int32_t action,
 
 // Rule costs (docs/environment.md, "Rule costs"): per environment and rule k, the window's
 // avg bsld if it follows rule k from now on: the rollout algorithm's scores with every rule as
-// a base policy (Bertsekas, "Rollout algorithms for discrete optimization", 2013).
+// a base policy (Bertsekas, "Rollout algorithms for discrete optimization", 2013). With
+// `wait`, the wait's cost is the lowest over the rules of waiting now and following rule k
+// from then on; a masked wait is rule 0's, as step() takes it.
 void BatchEnv::rule_costs(double* costs) const {
   if (!config_.order_actions) throw std::invalid_argument("rule costs need order actions");
-  for (size_t i = 0; i < envs_.size(); ++i)
-    for (size_t k = 0; k < rules(); ++k) {
-      const int32_t rule = static_cast<int32_t>(k);
-      costs[i * rules() + k] = rollout_bsld(envs_[i], rule, [=](const Env&) { return rule; });
+  const auto wait = static_cast<int32_t>(rules());
+  for (size_t i = 0; i < envs_.size(); ++i) {
+    double* c = costs + i * slots();
+    for (int32_t k = 0; k < wait; ++k)
+      c[k] = rollout_bsld(envs_[i], k, [=](const Env&) { return k; });
+    if (!config_.wait) continue;
+    if (!envs_[i].sim->can_wait()) {
+      c[wait] = c[0];
+      continue;
     }
+    c[wait] = std::numeric_limits<double>::infinity();
+    for (int32_t k = 0; k < wait; ++k)
+      c[wait] = std::min(c[wait], rollout_bsld(envs_[i], wait, [=](const Env&) { return k; }));
+  }
 }
 
 void BatchEnv::heuristic_actions(int32_t* actions) const {

@@ -154,8 +154,9 @@ class BatchEnv {
   // its scan would start next. The teacher is `policy`, the episode's best heuristic, or the
   // rollout teacher (of the heuristics' picks, the one after which `policy` does best).
   void heuristic_actions(int32_t* actions) const;
-  // With order actions, [B, rules()]: environment i's window avg bsld if it follows rule k
-  // from now on (clairvoyant: training only).
+  // With order actions, [B, slots()]: environment i's window avg bsld if it follows rule k
+  // from now on, and with `wait` if it waits now and then follows the best rule (clairvoyant:
+  // training only).
   void rule_costs(double* costs) const;
   // The heuristic heuristic_actions() follows in environment i's episode (the rollout
   // teacher's: `policy`, its rollouts').

@@ -164,8 +164,8 @@ class Trainer:
                 storage.teacher[storage.used] = torch.from_numpy(self.env.heuristic_actions())
             if self.imitating():  # cloned among imitated_slots() (not the wait by default)
                 storage.mask[storage.used, :, self.imitated_slots() :] = False
-                if storage.costs is not None:  # relative to the state's cheapest rule
-                    costs = self.env.rule_costs()
+                if storage.costs is not None:  # relative to the cheapest slot cloned
+                    costs = self.env.rule_costs()[:, : self.imitated_slots()]
                     relative = costs - costs.min(axis=1, keepdims=True)
                     storage.costs[storage.used, :, : costs.shape[1]] = torch.from_numpy(relative)
             self.obs, reward, terminated, _, info = self.env.step(actions.numpy())

@@ -1,6 +1,7 @@
 """Rule costs and cost-sensitive imitation (`ppo.imitation_loss: costs`, docs/environment.md
 "Rule costs"): rule k's cost is the window's avg bsld if the environment follows rule k from
-now on. By hand; equal to playing it out; the loss."""
+now on, and the wait's (with `env.wait`) that of waiting, then the best rule. By hand; equal to
+playing it out; the loss."""
 
 import numpy as np
 import pytest
@@ -8,10 +9,13 @@ import torch
 from reference_sim import Job
 from simhelpers import TINY_TRAINING, trace_of, train_run
 
+from ddppo_hpc.config import load_config
 from ddppo_hpc.data.source import at_load
 from ddppo_hpc.data.synthetic import generate
+from ddppo_hpc.dist import context
 from ddppo_hpc.env import VecSchedulingEnv
 from ddppo_hpc.rl import cost_loss
+from ddppo_hpc.train import Trainer
 
 
 def test_costs_by_hand():
@@ -25,6 +29,12 @@ def test_costs_by_hand():
     env.reset()
     slow, fast = (1 + 11 + 3.2) / 3, (1.6 + 1 + 1.2) / 3
     np.testing.assert_allclose(env.rule_costs()[0], [slow, fast, slow, slow, fast, fast])
+    # With the wait: nothing runs and nothing is to arrive, so it is masked: rule 0's (FCFS).
+    env = VecSchedulingEnv(trace_of(jobs, 1), 1, 3, 3, "none", "fcfs", order_actions=True,
+                           wait=True)  # fmt: skip
+    env.reset()
+    assert not env.mask[0, 6]
+    np.testing.assert_allclose(env.rule_costs()[0], [slow, fast, slow, slow, fast, fast, slow])
 
 
 def played_out(trace, options, actions, rule) -> float:
@@ -57,12 +67,31 @@ def test_a_cost_is_the_episode_played_out():
     assert differ >= 3  # states where the rules' costs differ
 
 
+def test_the_wait_costs_waiting_then_the_best_rule():
+    trace = at_load(generate(3000, machine_procs=64, seed=5), 0.2)
+    options = dict(estimate="predicted", order_actions=True, wait=True,
+                   action_backfills=("easy", "conservative"))  # fmt: skip
+    env = VecSchedulingEnv(trace, 1, 50, 16, "conservative", "f1", seed=7, **options)
+    env.reset()
+    rng, actions, cheapest, terminated = np.random.default_rng(4), [], 0, [False]
+    while not terminated[0]:  # every decision of the episode, a random rule or wait after it
+        costs = env.rule_costs()[0]
+        assert len(costs) == 13  # 12 rules and the wait
+        if env.mask[0, 12]:
+            then = [played_out(trace, options, actions + [12], rule) for rule in range(12)]
+            assert costs[12] == min(then)
+            cheapest += costs[12] < costs[:12].min()
+        actions.append(int(rng.integers(13)))
+        _, _, terminated, _, _ = env.step(np.array([actions[-1]]))
+    assert cheapest >= 1  # states where waiting is cheaper than any rule now
+
+
 def test_rule_costs_need_order_actions():
     trace = generate(300, machine_procs=32, seed=1)
     env = VecSchedulingEnv(trace, 1, 50, 16, "easy", "f1")
     env.reset()
     with pytest.raises(ValueError, match="rule costs need order actions"):
-        env._core.rule_costs(np.zeros((1, 6)))  # 6 rules, one backfill
+        env._core.rule_costs(np.zeros((1, env._core.slots)))
 
 
 class Fixed(torch.nn.Module):
@@ -121,3 +150,21 @@ def test_a_run_learns_from_the_costs_not_the_teachers_picks(tmp_path):
         weights[loss] = torch.cat([w.flatten() for w in model.values()])
     # The same seed, rollouts and first states: only the loss differs.
     assert not torch.equal(weights["costs"], weights["cross_entropy"])
+
+
+@pytest.mark.parametrize("imitation_wait", [False, True])
+def test_every_stored_state_has_a_cheapest_slot_to_clone(tmp_path, imitation_wait):
+    # With env.wait, the costs are relative to the cheapest slot that imitation clones: the
+    # wait too with ppo.imitation_wait, else the rules alone, even where waiting costs least
+    # (at submit times x 0.3 waiting costs least in some states).
+    overrides = [*TINY_TRAINING, "data.machine_procs=32", "env.order_actions=true",
+                 "env.wait=true", "env.teacher=best", "ppo.imitation_updates=1",
+                 "ppo.imitation_rollout=policy", "ppo.imitation_loss=costs",
+                 f"ppo.imitation_wait={imitation_wait}", "data.load_scale=[0.3, 0.3]"]  # fmt: skip
+    trainer = Trainer(load_config(None, overrides), context.init("cpu"), tmp_path)
+    trainer.rollout()
+    used = trainer.storage.used
+    costs, mask = trainer.storage.costs[:used], trainer.storage.mask[:used]
+    assert mask[..., 6].any() == imitation_wait  # the wait slot (6 rules) is cloned or not
+    cheapest = torch.where(mask, costs, torch.inf).amin(dim=2)
+    assert torch.equal(cheapest, torch.zeros_like(cheapest))

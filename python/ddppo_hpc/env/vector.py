@@ -277,10 +277,11 @@ class VecSchedulingEnv:
         return actions
 
     def rule_costs(self) -> np.ndarray:
-        """With order actions, [B, rules]: each environment's window avg bsld if it follows
-        rule k from now on (on the true runtimes and the window's later arrivals: a training
-        signal, docs/environment.md "Rule costs")."""
-        costs = np.zeros((self.num_envs, self.teacher_slots), dtype=np.float64)
+        """With order actions, [B, slots]: each environment's window avg bsld if it follows
+        rule k from now on, and with wait if it waits now and then follows the best rule (on
+        the true runtimes and the window's later arrivals: a training signal,
+        docs/environment.md "Rule costs")."""
+        costs = np.zeros((self.num_envs, self._core.slots), dtype=np.float64)
         self._core.rule_costs(costs)
         return costs
 
