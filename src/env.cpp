@@ -74,7 +74,7 @@ void BatchEnv::start_window(Env& e, size_t begin) {
                 config_.backfill, config_.estimate,
                 AgentChoices{config_.agent_backfill, config_.order_actions});
   if (tracks_history()) start_history(e);
-  start_constants(e);
+  start_window(e);
   e.teacher = config_.policy;
   e.teacher_rule =
       (std::find(backfills_.begin(), backfills_.end(), config_.backfill) - backfills_.begin()) *
@@ -92,15 +92,13 @@ void BatchEnv::start_window(Env& e, size_t begin) {
   }
 }
 
-void BatchEnv::start_constants(Env& e) const {
+void BatchEnv::start_window(Env& e) const {
   const double machine = config_.machine_procs, log_machine = std::log2(machine);
-  e.constants.resize(config_.window_jobs);
-  e.slot.resize(config_.window_jobs);
-  e.log_wait.assign(config_.window_jobs, {std::numeric_limits<double>::quiet_NaN(), 0.0f});
+  e.window.resize(config_.window_jobs);
   for (size_t k = 0; k < config_.window_jobs; ++k) {
     const size_t j = e.begin + k;
     const double r = w_.requested_time[j];
-    e.constants[k] = {
+    e.window[k] = {
         static_cast<float>(std::min(r / kTimeScale, 1.0)),
         static_cast<float>(w_.procs[j] / machine),
         // Log scales resolve what the linear ones squash: requests and waits span seconds to
@@ -108,6 +106,13 @@ void BatchEnv::start_constants(Env& e) const {
         log_time(r),
         static_cast<float>(log_machine > 0 ? std::log2(w_.procs[j]) / log_machine : 0.0),
         score(Policy::kF1, w_, j, 0),
+        w_.submit[j],
+        w_.procs[j] * r,
+        w_.procs[j],
+        accounts_.user[j],
+        0,
+        0.0f,
+        std::numeric_limits<double>::quiet_NaN(),
     };
   }
   for (std::vector<Ranked>& order : e.ranked) order.clear();
@@ -299,25 +304,25 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     e.running_procs[accounts_.user[r.job]] += w_.procs[r.job];
     remaining += w_.procs[r.job] * std::max(r.estimated_end - now, 0.0);
   }
-  for (size_t k = 0; k < visible; ++k)
-    e.queued_work[accounts_.user[queue[k]]] += w_.procs[queue[k]] * w_.requested_time[queue[k]];
+  for (size_t k = 0; k < visible; ++k) {
+    const WindowJob& c = e.window[queue[k] - e.begin];
+    e.queued_work[c.user] += c.work;
+  }
   for (size_t k = 0; k < visible; ++k) {
     int32_t j = queue[k];
-    int32_t u = accounts_.user[j];
-    const JobConstants& c = e.constants[j - e.begin];
-    e.slot[j - e.begin] = static_cast<int32_t>(k);
+    WindowJob& c = e.window[j - e.begin];
+    c.slot = static_cast<int32_t>(k);
     float* f = rows + k * F;
-    f[0] = static_cast<float>(std::min((now - w_.submit[j]) / kTimeScale, 1.0));
+    f[0] = static_cast<float>(std::min((now - c.submit) / kTimeScale, 1.0));
     f[1] = c.request;
     f[2] = c.procs;
-    f[3] = w_.procs[j] <= s.free_procs() ? 1.0f : 0.0f;
-    f[4] = static_cast<float>(e.running_procs[u] / machine);
-    f[5] = static_cast<float>(std::min(e.queued_work[u] / (machine * kTimeScale), 1.0));
+    f[3] = c.size <= s.free_procs() ? 1.0f : 0.0f;
+    f[4] = static_cast<float>(e.running_procs[c.user] / machine);
+    f[5] = static_cast<float>(std::min(e.queued_work[c.user] / (machine * kTimeScale), 1.0));
     f[6] = 1.0f;
     f[7] = c.log_request;
-    auto& [at, log_wait] = e.log_wait[j - e.begin];
-    if (at != now) at = now, log_wait = log_time(now - w_.submit[j]);
-    f[8] = log_wait;
+    if (c.log_wait_at != now) c.log_wait_at = now, c.log_wait = log_time(now - c.submit);
+    f[8] = c.log_wait;
     f[9] = c.log_procs;
     if (!config_.order_actions) mask[k] = !s.backfilling() || s.backfill_allows(j);
   }
@@ -326,7 +331,7 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   // the agent can follow, or learn when to leave.
   write_ranks(e, Policy::kF1, rows, 10);
   for (const auto& r : s.running()) e.running_procs[accounts_.user[r.job]] = 0;
-  for (size_t k = 0; k < visible; ++k) e.queued_work[accounts_.user[queue[k]]] = 0;
+  for (size_t k = 0; k < visible; ++k) e.queued_work[e.window[queue[k] - e.begin].user] = 0;
   float* c = out.cluster + i * cluster_features();
   c[0] = static_cast<float>(s.free_procs() / machine);
   c[1] = static_cast<float>(std::min(remaining / (machine * kTimeScale), 1.0));
@@ -490,7 +495,7 @@ void BatchEnv::observe_history(Env& e, float* jobs, float* cluster) const {
     const UserFeatures& user = user_features(e, j, p);
     float* f = jobs + k * F + kJobFeatures;
     // log_time(p): the request's is feature 7's.
-    f[0] = p == r ? e.constants[j - e.begin].log_request : user.log_prediction;
+    f[0] = p == r ? e.window[j - e.begin].log_request : user.log_prediction;
     f[1] = static_cast<float>(r > 0 ? std::min(p / r, 1.0) : 1.0);
     f[2] = user.ratio;
     f[3] = user.log_mean;
@@ -537,7 +542,7 @@ const BatchEnv::UserFeatures& BatchEnv::user_features(Env& e, int32_t job, doubl
 // prediction of the history the environment keeps.
 double BatchEnv::score_at(const Env& e, Policy p, int32_t job) const {
   if (p == Policy::kSjbf) return at_least_tenth(e.history.predictions->predict(job));
-  if (p == Policy::kF1) return e.constants[job - e.begin].f1;
+  if (p == Policy::kF1) return e.window[job - e.begin].f1;
   return score(p, w_, job, e.sim->now());
 }
 
@@ -565,7 +570,7 @@ void BatchEnv::write_ranks(Env& e, Policy p, float* jobs, size_t column) const {
   for (size_t k = kept; k < visible; ++k) order.emplace_back(score_at(e, p, queue[k]), queue[k]);
   sort_nearly_sorted(order.begin(), order.begin() + kept, order.end());
   for (size_t r = 0; r < visible; ++r)
-    jobs[e.slot[order[r].second - e.begin] * F + column] =
+    jobs[e.window[order[r].second - e.begin].slot * F + column] =
         static_cast<float>(r) / static_cast<float>(config_.max_queue);
 }
 
