@@ -74,7 +74,7 @@ void BatchEnv::start_window(Env& e, size_t begin) {
                 config_.backfill, config_.estimate,
                 AgentChoices{config_.agent_backfill, config_.order_actions});
   if (tracks_history()) start_history(e);
-  start_window(e);
+  reset_window_jobs(e);
   e.teacher = config_.policy;
   e.teacher_rule =
       (std::find(backfills_.begin(), backfills_.end(), config_.backfill) - backfills_.begin()) *
@@ -92,7 +92,7 @@ void BatchEnv::start_window(Env& e, size_t begin) {
   }
 }
 
-void BatchEnv::start_window(Env& e) const {
+void BatchEnv::reset_window_jobs(Env& e) const {
   const double machine = config_.machine_procs, log_machine = std::log2(machine);
   e.window.resize(config_.window_jobs);
   for (size_t k = 0; k < config_.window_jobs; ++k) {
@@ -111,10 +111,13 @@ void BatchEnv::start_window(Env& e) const {
         w_.procs[j],
         accounts_.user[j],
         0,
+        0,
         0.0f,
-        std::numeric_limits<double>::quiet_NaN(),
+        0,
     };
   }
+  e.observations = e.instants = 0;
+  e.at = std::numeric_limits<double>::quiet_NaN();
   for (std::vector<Ranked>& order : e.ranked) order.clear();
 }
 
@@ -299,10 +302,13 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   if (config_.order_actions) std::fill(e.rows.begin(), e.rows.end(), 0.0f);
   const std::vector<int32_t>& queue = s.waiting();
   const size_t visible = std::min(K, queue.size());
+  ++e.observations;
+  if (now != e.at) e.at = now, ++e.instants;
   double remaining = 0;
   for (const auto& r : s.running()) {
-    e.running_procs[accounts_.user[r.job]] += w_.procs[r.job];
-    remaining += w_.procs[r.job] * std::max(r.estimated_end - now, 0.0);
+    const WindowJob& c = e.window[r.job - e.begin];
+    e.running_procs[c.user] += c.size;
+    remaining += c.size * std::max(r.estimated_end - now, 0.0);
   }
   for (size_t k = 0; k < visible; ++k) {
     const WindowJob& c = e.window[queue[k] - e.begin];
@@ -311,7 +317,7 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   for (size_t k = 0; k < visible; ++k) {
     int32_t j = queue[k];
     WindowJob& c = e.window[j - e.begin];
-    c.slot = static_cast<int32_t>(k);
+    c.slot = static_cast<int32_t>(k), c.observed = e.observations;
     float* f = rows + k * F;
     f[0] = static_cast<float>(std::min((now - c.submit) / kTimeScale, 1.0));
     f[1] = c.request;
@@ -321,7 +327,7 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     f[5] = static_cast<float>(std::min(e.queued_work[c.user] / (machine * kTimeScale), 1.0));
     f[6] = 1.0f;
     f[7] = c.log_request;
-    if (c.log_wait_at != now) c.log_wait_at = now, c.log_wait = log_time(now - c.submit);
+    if (c.instant != e.instants) c.instant = e.instants, c.log_wait = log_time(now - c.submit);
     f[8] = c.log_wait;
     f[9] = c.log_procs;
     if (!config_.order_actions) mask[k] = !s.backfilling() || s.backfill_allows(j);
@@ -330,7 +336,7 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
   // to Lublin-model workloads and the strongest of the classic heuristics there: a prior
   // the agent can follow, or learn when to leave.
   write_ranks(e, Policy::kF1, rows, 10);
-  for (const auto& r : s.running()) e.running_procs[accounts_.user[r.job]] = 0;
+  for (const auto& r : s.running()) e.running_procs[e.window[r.job - e.begin].user] = 0;
   for (size_t k = 0; k < visible; ++k) e.queued_work[e.window[queue[k] - e.begin].user] = 0;
   float* c = out.cluster + i * cluster_features();
   c[0] = static_cast<float>(s.free_procs() / machine);
@@ -549,10 +555,11 @@ double BatchEnv::score_at(const Env& e, Policy p, int32_t job) const {
 // Writes into column `column` of each visible job's row its rank among the visible jobs under
 // policy p's score (0 = p's pick), over K. Ties go by queue (submit, id) order, as p's do,
 // which is job order. The order of the last observation is kept: its jobs still waiting are
-// the first of the queue now (the queue loses jobs anywhere, gains them at its end), the
-// newly visible jobs come after them, and the scores that move with time (WFP3, UNICEP, SJBF)
-// seldom cross between decisions, so sorting the kept jobs again by insertion is nearly
-// linear; the new ones are sorted apart and merged in.
+// the first of the queue now (the queue loses jobs anywhere, gains them at its end: a kept
+// job still waits iff this observation shows it), the newly visible jobs come after them,
+// and the scores that move with time (WFP3, UNICEP, SJBF) seldom cross between decisions, so
+// sorting the kept jobs again by insertion is nearly linear; the new ones are sorted apart and
+// merged in.
 void BatchEnv::write_ranks(Env& e, Policy p, float* jobs, size_t column) const {
   const Simulator& s = *e.sim;
   const std::vector<int32_t>& queue = s.waiting();
@@ -560,8 +567,7 @@ void BatchEnv::write_ranks(Env& e, Policy p, float* jobs, size_t column) const {
   std::vector<Ranked>& order = e.ranked[static_cast<size_t>(p)];
   order.erase(std::remove_if(order.begin(), order.end(),
                              [&](const Ranked& x) {
-                               return x.second == s.committed() ||
-                                      !std::isnan(s.start_times()[x.second - e.begin]);
+                               return e.window[x.second - e.begin].observed != e.observations;
                              }),
               order.end());
   if (p != Policy::kF1 && p != Policy::kSjf)

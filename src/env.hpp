@@ -208,9 +208,10 @@ class BatchEnv {
     double work;   // procs x requested time
     int32_t size;  // procs
     int32_t user;
-    int32_t slot;    // its slot in the observation, scratch
-    float log_wait;  // feature 8, as of log_wait_at (decisions at the same time reuse it)
-    double log_wait_at;
+    int32_t slot;       // its slot in the observation numbered `observed`, scratch
+    uint32_t observed;  // Env::observations when it was last visible
+    float log_wait;     // feature 8, as of Env::instants `instant` (the same time: reused)
+    uint32_t instant;
   };
   static_assert(sizeof(WindowJob) == 64);
   using Ranked = std::pair<double, int32_t>;  // (score, job)
@@ -238,11 +239,14 @@ class BatchEnv {
     double best_bsld = 0;              // its avg bsld (NaN when not run)
     Policy last_best = Policy::kFcfs;  // best and best_bsld of the last finished episode
     double last_best_bsld = std::numeric_limits<double>::quiet_NaN();
-    double paid = 0;                          // dense reward given so far in this episode
-    std::vector<double> last_start;           // the last finished episode's start times
-    std::vector<int32_t> running_procs;       // per user, scratch for the features
-    std::vector<double> queued_work;          // per user, scratch
-    std::vector<WindowJob> window;            // per job of the window (job - begin)
+    double paid = 0;                     // dense reward given so far in this episode
+    std::vector<double> last_start;      // the last finished episode's start times
+    std::vector<int32_t> running_procs;  // per user, scratch for the features
+    std::vector<double> queued_work;     // per user, scratch
+    std::vector<WindowJob> window;       // per job of the window (job - begin)
+    // Observations in this episode, and the distinct times they were made at (the last: at).
+    uint32_t observations = 0, instants = 0;
+    double at = std::numeric_limits<double>::quiet_NaN();
     std::vector<UserFeatures> user_features;  // per user, with the history features
     // Per policy (its number): the visible jobs of the last observation in its order.
     std::array<std::vector<Ranked>, kHeuristics.size()> ranked;
@@ -252,7 +256,7 @@ class BatchEnv {
   };
   void start_episode(Env& e);
   void start_window(Env& e, size_t begin);
-  void start_window(Env& e) const;
+  void reset_window_jobs(Env& e) const;
   void run_heuristics(Env& e);
   // The rule of the lowest avg bsld on jobs [begin, end) and that run's metrics.
   std::pair<size_t, Metrics> best_heuristic(size_t begin, size_t end) const;
