@@ -196,11 +196,10 @@ class BatchEnv {
     double work = 0;                               // procs x requested_time of the waiting jobs
     std::array<int32_t, kSizeClasses> sizes = {};  // waiting jobs per size class
   };
-  // What a job's row and its F1 score take from the job alone: computed once per window,
-  // not at every decision that shows the job.
-  // Per job of the window, what an observation reads of it, in one cache line: at B = 64 on a
-  // long queue the environments' jobs no longer stay in L2, and reading each visible job from
-  // eight arrays cost eight lines a job.
+  // Per job of the window, what an observation reads of it, in one cache line: what its row
+  // and F1 score take from the job alone (computed once per window, not at every decision
+  // that shows it) and the observations' scratch. At B = 64 on a long queue the environments'
+  // jobs no longer stay in L2, and reading each visible job from eight arrays cost eight lines.
   struct alignas(64) WindowJob {
     float request, procs, log_request, log_procs;  // features 1, 2, 7 and 9
     double f1;                                     // F1's score
