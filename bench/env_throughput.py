@@ -16,10 +16,11 @@ measurements of --episodes x window steps from a reset (the same decisions whate
 speed, so that builds compare on the same work), for the first table's environment and for
 configs/multi-trace.yaml's (its window, K, backfilling, order, estimate, history and
 heuristic ranks), without and with its teacher and reward baseline (six heuristic runs per
-episode and on teacher_jobs), and the native / x 0.5 ratio. "queue" is the median and the
-longest queue (waiting jobs) over the decisions of the same run: an episode's queue is at
-most its window, as every episode starts on an empty machine, however long the whole
-trace's queue grows.
+episode and on teacher_jobs), and the native / x 0.5 ratio (the median of the pairs and their
+quartiles: on a shared host the ratio moves by 0.2-0.5 from one pair to the next). "queue" is
+the median and the longest queue (waiting jobs) over the decisions of the same run: an
+episode's queue is at most its window, as every episode starts on an empty machine, however
+long the whole trace's queue grows.
 """
 
 from __future__ import annotations
@@ -114,10 +115,11 @@ def heavy_table(traces: Path, episodes: int, repeat: int) -> None:
     loads = {"native": native, f"x {HEAVY_SCALE}": at_load(native, HEAVY_SCALE)}
     print(
         f"\nheavy load: {HEAVY}, B = {HEAVY_BATCH}, random actions, median of {repeat}"
-        " (the ratio: median of the pairs, each load measured in turn)"
+        " (the ratio: median of the pairs, each load measured in turn, and the pairs'"
+        " quartiles)"
         f"\n{'environment':<30}{'window':>7}"
         + "".join(f"{load + ' dec/s':>16}{'queue':>11}" for load in loads)
-        + f"{'native / x ' + str(HEAVY_SCALE):>17}"
+        + f"{'native / x ' + str(HEAVY_SCALE):>21}"
     )
     for name, make in heavy_envs().items():
         rates = {load: [] for load in loads}
@@ -130,8 +132,10 @@ def heavy_table(traces: Path, episodes: int, repeat: int) -> None:
             lengths = queue_lengths(make(trace, True), episodes * window)
             queue = f"{np.median(lengths):.0f} / {lengths.max():.0f}"
             row += f"{np.median(rates[load]):>16,.0f}{queue:>11}"
-        ratio = np.median(np.divide(*rates.values()))
-        print(f"{name:<30}{window:>7}{row}{ratio:>16.2f}x", flush=True)
+        pairs = np.divide(*rates.values())
+        low, high = np.percentile(pairs, [25, 75])
+        spread = f"{np.median(pairs):.2f}x ({low:.2f}-{high:.2f})"
+        print(f"{name:<30}{window:>7}{row}{spread:>21}", flush=True)
 
 
 def reference_rate(trace: Trace, seconds: float) -> float:
