@@ -496,19 +496,20 @@ void BatchEnv::observe_history(Env& e, float* jobs, float* cluster) const {
   double shown_work = 0;
   std::array<int32_t, kSizeClasses> shown_sizes = {};
   for (size_t k = 0; k < visible; ++k) {
-    const int32_t j = queue[k], u = accounts_.user[j];
+    const int32_t j = queue[k];
+    const WindowJob& c = e.window[j - e.begin];
     const double p = h.predictions->predict(j), r = w_.requested_time[j];
     const UserFeatures& user = user_features(e, j, p);
     float* f = jobs + k * F + kJobFeatures;
     // log_time(p): the request's is feature 7's.
-    f[0] = p == r ? e.window[j - e.begin].log_request : user.log_prediction;
+    f[0] = p == r ? c.log_request : user.log_prediction;
     f[1] = static_cast<float>(r > 0 ? std::min(p / r, 1.0) : 1.0);
     f[2] = user.ratio;
     f[3] = user.log_mean;
     f[4] = static_cast<float>(user.count / 2.0);
-    f[5] = static_cast<float>(std::min(h.running[u] / static_cast<double>(K), 1.0));
-    f[6] = static_cast<float>(std::min(h.waiting[u] / static_cast<double>(K), 1.0));
-    shown_work += w_.procs[j] * w_.requested_time[j];
+    f[5] = static_cast<float>(std::min(h.running[c.user] / static_cast<double>(K), 1.0));
+    f[6] = static_cast<float>(std::min(h.waiting[c.user] / static_cast<double>(K), 1.0));
+    shown_work += c.work;
     ++shown_sizes[size_class(j)];
   }
   const size_t hidden = queue.size() - visible;
