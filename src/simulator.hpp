@@ -133,6 +133,7 @@ class Simulator {
     int32_t extra;  // procs free at S beyond the committed job's
   };
   Shadow easy_shadow();
+  bool easy_holds(const Shadow& s);
   bool admit(int32_t job, Shadow& s) const;
   void scan_in_rank_order(Shadow& s);
   void scan_candidates(Shadow& s);
@@ -285,6 +286,13 @@ class Simulator {
   // with committed_ = plan_head_ after plan_started_ starts and plan_ended_ completions.
   size_t planned_ = 0, plan_started_ = 0, plan_ended_ = 0;
   int32_t plan_head_ = -1;
+  // The last EASY scan on static estimates: it left no waiting job that could start, with
+  // committed_ = easy_head_ after easy_ended_ completions, S and extra at easy_shadow_, the
+  // jobs before easy_arrived_ come.
+  int32_t easy_head_ = -1;
+  size_t easy_ended_ = 0, easy_arrived_ = 0;
+  Shadow easy_shadow_{0, -1};
+  double least_request_ = std::numeric_limits<double>::infinity();  // the least positive one
   double plan_earliest_ = 0;
   std::vector<Profile::Step> lows_;  // the profile's lows() as a scan begins
   // The plan's horizons: profile_ holds the plan from scratch's free procs before

@@ -347,3 +347,38 @@ CASES += [
         "expected_start": {1: 0, 2: 0, 3: 20, 4: 5, 5: 8},
     },
 ]
+
+# Running jobs past their estimated ends count as ending now, so S and extra change with no
+# completion. t=0 J1 (4 procs, estimated end 10), J2 (4, 15), J3 (2, 18) start and run to 100
+# (free 2). t=1 H=J4 (9 procs): S=15 (J1, J2), extra 2+4+4-9=1. t=2 J5 and t=3 J6 (2 procs
+# each, now + request > S): 2 > extra, refused. t=20 J7 (12 procs) arrives and no job has ended:
+# the three estimated ends count as 20, S=20, extra 2+10-9=3: one of J5 and J6 starts (free 0),
+# the other at 25, when that one ends. t=100 J1-J3 end: J4 starts; t=110 J7.
+_PASSED_ESTIMATES = [
+    (1, 0, 100, 4, 10),
+    (2, 0, 100, 4, 15),
+    (3, 0, 100, 2, 18),
+    (4, 1, 10, 9, 100),
+    (5, 2, 5, 2, 100),
+    (6, 3, 5, 2, 20),
+    (7, 20, 1, 12, 1),
+]
+CASES += [
+    {
+        "name": "easy_extra_grows_as_estimated_ends_pass_fcfs",
+        "machine_procs": 12,
+        "policy": "fcfs",
+        "backfill": "easy",
+        "jobs": _PASSED_ESTIMATES,
+        "expected_start": {1: 0, 2: 0, 3: 0, 4: 100, 5: 20, 6: 25, 7: 110},
+    },
+    {
+        # At 20 WFP3 takes J6: (17/20)^3 * 2 = 1.23 against J5's (18/100)^3 * 2 = 0.012.
+        "name": "easy_extra_grows_as_estimated_ends_pass_wfp3",
+        "machine_procs": 12,
+        "policy": "wfp3",
+        "backfill": "easy",
+        "jobs": _PASSED_ESTIMATES,
+        "expected_start": {1: 0, 2: 0, 3: 0, 4: 100, 5: 25, 6: 20, 7: 110},
+    },
+]
