@@ -427,6 +427,7 @@ class WaitingGroups {
     class_end_.push_back(groups_.size());
     live_bits_.resize((groups_.size() + 63) / 64);
     oldest_.resize(groups_.size());
+    oldest_submit_.resize(groups_.size());
   }
   // Jobs are added in index order.
   void add(int32_t j) {
@@ -473,16 +474,18 @@ class WaitingGroups {
   void each_oldest(Visit visit) const {
     each_live([&](size_t, int32_t j, double, double) { visit(j); });
   }
-  // Calls visit(j) for the oldest waiting job of every group whose jobs an EASY scan may
-  // start: procs <= free and either procs <= extra or now + request <= shadow. By (procs,
-  // request), these groups are among the first groups_to(free), and those up to the extra
-  // procs pass: a walk of the live groups' bits there finds them.
+  // Calls visit(j, submit, cached) for the oldest waiting job j of every group whose jobs an
+  // EASY scan may start, j's submit time and the group's cached value: procs <= free and
+  // either procs <= extra or now + request <= shadow. By (procs, request), these groups are
+  // among the first groups_to(free), and those up to the extra procs pass: a walk of the live
+  // groups' bits there finds them.
   template <typename Visit>
   void each_oldest_fitting(int32_t free, int32_t extra, double now, double shadow,
                            Visit visit) const {
     const size_t anyway = groups_to(std::min(free, extra));
     each_live_to(free, [&](size_t k) {
-      if (k < anyway || now + requests_[k] <= shadow) visit(oldest_[k]);
+      if (k < anyway || now + requests_[k] <= shadow)
+        visit(oldest_[k], oldest_submit_[k], cached_[k]);
     });
   }
   // Calls visit(group) for every group with a waiting job and procs <= p, in (procs, request)
@@ -580,7 +583,7 @@ class WaitingGroups {
   }
   void set_oldest(int32_t id, int32_t j) {
     oldest_[id] = live_oldest_[groups_[id].live_at] = j;
-    live_submit_[groups_[id].live_at] = submit_[j];
+    oldest_submit_[id] = live_submit_[groups_[id].live_at] = submit_[j];
   }
   // The group's oldest waiting job, found when the one before leaves.
   int32_t oldest(Group& g) {
@@ -602,7 +605,7 @@ class WaitingGroups {
   // Per group: its procs, request and cached value, its oldest waiting job and that job's
   // submit time, and a bit if it has one: a scan keys every group from these, close together.
   std::vector<int32_t> sizes_, oldest_;
-  std::vector<double> requests_, cached_;
+  std::vector<double> requests_, cached_, oldest_submit_;
   std::vector<uint64_t> live_bits_;
 };
 
