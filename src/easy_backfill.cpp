@@ -25,11 +25,12 @@ void Simulator::easy_scan() {
 
 // Whether no waiting job can start, known from the last scan, which left none that could: with
 // the same committed job and no completion since, the free procs are those it ended with
-// (while a job is committed, jobs start only in scans), and S is the same or now (a running
-// job's estimated end, passed, counts as now). So where extra is not larger, a job that could
-// not start then cannot now (now + its request, over S then, is over S now: in the second
-// case, its request is positive and not lost in the sum), and only the jobs that arrived since
-// might start (on LANL-CM5 x0.25 under WFP3, 2 in 7 scans end here).
+// (while a job is committed, jobs start only in scans; agent backfilling never comes here),
+// and S is the same or now (a running job's estimated end, passed, counts as now). So where
+// extra is not larger, a job that could not start then cannot now (now + its request, over S
+// then, is over S now: in the second case, its request is at least least_request_, since a
+// job of request 0 that fitted the free procs started then), and only the jobs that arrived
+// since might start (on LANL-CM5 x0.25 under WFP3, 2 in 7 scans end here).
 bool Simulator::easy_holds(const Shadow& s) {
   if (committed_ != easy_head_ || ended_ != easy_ended_ || s.extra > easy_shadow_.extra ||
       !(s.time == easy_shadow_.time || (s.time == now_ && now_ + least_request_ > now_)))

@@ -286,9 +286,9 @@ class Simulator {
   // with committed_ = plan_head_ after plan_started_ starts and plan_ended_ completions.
   size_t planned_ = 0, plan_started_ = 0, plan_ended_ = 0;
   int32_t plan_head_ = -1;
-  // The last EASY scan on static estimates: it left no waiting job that could start, with
-  // committed_ = easy_head_ after easy_ended_ completions, S and extra at easy_shadow_, the
-  // jobs before easy_arrived_ come.
+  // The last EASY scan on requests: it left no waiting job that could start, with committed_ =
+  // easy_head_ after easy_ended_ completions, S and the extra left after its starts at
+  // easy_shadow_, the jobs before easy_arrived_ come.
   int32_t easy_head_ = -1;
   size_t easy_ended_ = 0, easy_arrived_ = 0;
   Shadow easy_shadow_{0, -1};
