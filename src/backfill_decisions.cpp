@@ -58,7 +58,7 @@ void Simulator::plan_backfills() {
 bool Simulator::backfill_allows(int32_t job) const {
   if (left(job) || w_.procs[job] > free_) return false;
   if (backfill_ == Backfill::kConservative) return allowed_[job - begin_] == decisions_;
-  return now_ + estimate(job) <= shadow_.time || w_.procs[job] <= shadow_.extra;
+  return easy_allows(job, shadow_);
 }
 
 void Simulator::backfill_at(size_t position) {

@@ -36,9 +36,7 @@ bool Simulator::easy_holds(const Shadow& s) {
       !(s.time == easy_shadow_.time || (s.time == now_ && now_ + least_request_ > now_)))
     return false;
   for (; easy_arrived_ < next_arrival_; ++easy_arrived_) {
-    const int32_t j = static_cast<int32_t>(easy_arrived_);
-    if (w_.procs[j] <= free_ && (w_.procs[j] <= s.extra || now_ + estimate(j) <= s.time))
-      return false;
+    if (easy_allows(static_cast<int32_t>(easy_arrived_), s)) return false;
   }
   return true;
 }
@@ -86,9 +84,6 @@ void Simulator::scan_in_rank_order(Shadow& s) {
 // within close_keys() of the least key and comes before it by score: before() agrees with the
 // order of the exact scores, so its first among those is the first of all.
 void Simulator::scan_candidates(Shadow& s) {
-  auto can = [&](int32_t j) {
-    return w_.procs[j] <= free_ && (w_.procs[j] <= s.extra || now_ + estimate(j) <= s.time);
-  };
   candidates_.clear();
   groups_->each_oldest_fitting(free_, s.extra, now_, s.time,
                                [&](int32_t j, double submit, double cached) {
@@ -113,7 +108,7 @@ void Simulator::scan_candidates(Shadow& s) {
           c;
       n = 0;
       for (size_t i = 0; i < fit; ++i) {
-        if (!can(c[i].second)) continue;  // nor later in this scan: it leaves the candidates
+        if (!easy_allows(c[i].second, s)) continue;  // nor later in this scan: it leaves them
         c[n] = c[i];
         if (c[n] < c[best])
           second = c[best].first, best = n;

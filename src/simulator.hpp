@@ -135,6 +135,11 @@ class Simulator {
   Shadow easy_shadow();
   bool easy_holds(const Shadow& s);
   bool admit(int32_t job, Shadow& s) const;
+  // Whether EASY may start the waiting job now: it fits the free procs and either ends by S or
+  // fits in extra. In the class: a scan tests every candidate with it.
+  bool easy_allows(int32_t job, const Shadow& s) const {
+    return w_.procs[job] <= free_ && (w_.procs[job] <= s.extra || now_ + estimate(job) <= s.time);
+  }
   void scan_in_rank_order(Shadow& s);
   void scan_candidates(Shadow& s);
   void scan_queue(Shadow& s);
