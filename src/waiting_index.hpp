@@ -428,6 +428,11 @@ class WaitingGroups {
     live_bits_.resize((groups_.size() + 63) / 64);
     oldest_.resize(groups_.size());
     oldest_submit_.resize(groups_.size());
+    // groups_to() by a table over procs, not a search of sizes_ (two a scan; on the 11.5M-job
+    // store, ~9,650 groups, that search took 6.5% of WFP3 + EASY's instructions).
+    groups_to_.assign(sizes_.empty() ? 1 : sizes_.back() + 1, 0);
+    for (int32_t p : sizes_) ++groups_to_[p];
+    std::partial_sum(groups_to_.begin(), groups_to_.end(), groups_to_.begin());
   }
   // Jobs are added in index order.
   void add(int32_t j) {
@@ -579,7 +584,7 @@ class WaitingGroups {
   };
   // How many groups have procs <= p.
   size_t groups_to(int32_t p) const {
-    return std::upper_bound(sizes_.begin(), sizes_.end(), p) - sizes_.begin();
+    return p < 0 ? 0 : groups_to_[std::min<size_t>(p, groups_to_.size() - 1)];
   }
   void set_oldest(int32_t id, int32_t j) {
     oldest_[id] = live_oldest_[groups_[id].live_at] = j;
@@ -607,6 +612,7 @@ class WaitingGroups {
   std::vector<int32_t> sizes_, oldest_;
   std::vector<double> requests_, cached_, oldest_submit_;
   std::vector<uint64_t> live_bits_;
+  std::vector<uint32_t> groups_to_;  // per procs p up to the largest: the groups with procs <= p
 };
 
 }  // namespace ddppo
