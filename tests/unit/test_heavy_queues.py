@@ -12,10 +12,12 @@ from ddppo_hpc.sim import simulate as simulate_cpp
 
 
 @st.composite
-def heavy_workloads(draw, max_jobs: int, max_machine: int = 12, max_sizes: int = 4):
+def heavy_workloads(
+    draw, max_jobs: int, max_machine: int = 12, max_sizes: int = 4, many_requests: bool = False
+):
     """Up to `max_jobs` jobs on 1 to `max_machine` procs, submitted at most 3 s apart (often
     together), with few distinct sizes (up to `max_sizes`) and requests so that many jobs tie
-    on size, request and score."""
+    on size, request and score; or, with `many_requests`, requests of 1 to 120 s."""
     machine = draw(st.integers(1, max_machine))
     n = draw(st.integers(max_jobs // 2, max_jobs))
     sizes = draw(st.lists(st.integers(1, machine), min_size=1, max_size=max_sizes))
@@ -25,6 +27,8 @@ def heavy_workloads(draw, max_jobs: int, max_machine: int = 12, max_sizes: int =
         runtime = draw(st.sampled_from([0, 1, 2, 5, 10, 40, 100]))
         requested = draw(st.sampled_from([runtime, runtime, 0, 2, 10, 30, 300]))
         requested = requested if requested > 0 else runtime
+        if many_requests:
+            requested = draw(st.integers(1, 120))
         procs = draw(st.sampled_from(sizes))
         user = draw(st.integers(-1, 3))
         jobs.append(Job(i + 1, float(submit), float(runtime), procs, float(requested), user))
@@ -63,6 +67,15 @@ def test_long_queues_of_many_sizes_equal_reference_easy(policy, workload):
     """More sizes than requests: an EASY scan finds the jobs that end by the shadow time
     among the requests as well as among the sizes (FCFS, SJF, F1), and the groups that may
     start by (procs, request) (WFP3, UNICEP, SJBF)."""
+    check(*workload, policy, "easy", "request")
+
+
+@pytest.mark.parametrize("policy", ("wfp3", "unicep", "sjbf"))
+@settings(max_examples=25, deadline=None)
+@given(workload=heavy_workloads(max_jobs=160, max_machine=16, max_sizes=3, many_requests=True))
+def test_long_queues_of_many_requests_equal_reference_easy(policy, workload):
+    """More requests than the groups' request buckets (16): an EASY scan by groups tests each
+    group of the bucket where the shadow time falls, and takes the buckets before it whole."""
     check(*workload, policy, "easy", "request")
 
 
