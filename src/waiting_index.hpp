@@ -174,6 +174,8 @@ class WaitingIndex {
     const bool requested =
         scans == Scans::kEasy && requests_.classify(request + begin, n, sizes_.keys.size() - 1);
     if (requested) sized = false, sizes_ = {};
+    if (sized) sizes_.make_room(procs + begin, n);
+    if (requested) requests_.make_room(request + begin, n);
     // By rank, with the places of jobs some ranks on fetched ahead: they lie all over the
     // window (on the 11.5M-job store, a cache miss each).
     for (size_t r = 0; r < n; ++r) {
@@ -303,7 +305,7 @@ class WaitingIndex {
     std::vector<MinTree<Value>> trees;        // per class, per slot of its jobs
     std::vector<int32_t> upto;                // integral keys: per value, classes up to it
 
-    // The classes of the n keys, each with room for its jobs; none (false) past `most`.
+    // The classes of the n keys; none (false) past `most`.
     bool classify(const Key* key, size_t n, size_t most) {
       if constexpr (std::is_integral_v<Key>) {
         // Procs, from 1 to the machine's: a table by value, not a search per job (the 11.5M-job
@@ -325,11 +327,14 @@ class WaitingIndex {
         keys.clear(), upto.clear();
         return false;
       }
+      return true;
+    }
+    // Room in each class for its jobs among the n keys classified.
+    void make_room(const Key* key, size_t n) {
       std::vector<int32_t> count(keys.size());
       for (size_t j = 0; j < n; ++j) ++count[class_of(key[j])];
       ranks.resize(keys.size());
       for (size_t c = 0; c < keys.size(); ++c) ranks[c].reserve(count[c]);
-      return true;
     }
     // The job of rank r, key k, joins its class after those of lower ranks; its slot there.
     int32_t join(Key k, int32_t r) {
@@ -472,9 +477,7 @@ class WaitingGroups {
       live_oldest_.emplace_back();
       live_submit_.emplace_back();
       live_cached_.push_back(cached_[id]);
-      live_bits_[id / 64] |= uint64_t{1} << (id % 64);
-      for (size_t b = bucket_[id]; b < tops_.size(); ++b)
-        ending_bits_[b * live_bits_.size() + id / 64] |= uint64_t{1} << (id % 64);
+      mark_live(id, true);
       set_oldest(id, j);
     }
   }
@@ -487,9 +490,7 @@ class WaitingGroups {
       if (oldest_[id] == j) set_oldest(id, oldest(g));
       return;
     }
-    live_bits_[id / 64] &= ~(uint64_t{1} << (id % 64));
-    for (size_t b = bucket_[id]; b < tops_.size(); ++b)
-      ending_bits_[b * live_bits_.size() + id / 64] &= ~(uint64_t{1} << (id % 64));
+    mark_live(id, false);
     groups_[live_.back()].live_at = g.live_at;
     live_[g.live_at] = live_.back(), live_.pop_back();
     live_oldest_[g.live_at] = live_oldest_.back(), live_oldest_.pop_back();
@@ -630,6 +631,14 @@ class WaitingGroups {
       if (64 * word + 64 > to) bits &= (uint64_t{1} << (to - 64 * word)) - 1;
       for (; bits; bits &= bits - 1) visit(64 * word + __builtin_ctzll(bits));
     }
+  }
+  // Sets (or clears) group id's bit in live_bits_ and in ending_bits_ from its bucket on.
+  void mark_live(int32_t id, bool live) {
+    const uint64_t bit = uint64_t{1} << (id % 64);
+    auto mark = [&](uint64_t& word) { word = live ? word | bit : word & ~bit; };
+    mark(live_bits_[id / 64]);
+    for (size_t b = bucket_[id]; b < tops_.size(); ++b)
+      mark(ending_bits_[b * live_bits_.size() + id / 64]);
   }
   // How many groups have procs <= p.
   size_t groups_to(int32_t p) const {
