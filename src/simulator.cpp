@@ -83,6 +83,7 @@ void Simulator::make_index() {
                     w_.submit, cached_.data(), begin_, end_);
   group_users_.clear();
   keep_sjbf_heads_ = false;
+  sjbf_picks_.reset();
   sjbf_heads_.clear();
   user_groups_.clear();
   if (policy_ != Policy::kSjbf) return;
@@ -90,10 +91,12 @@ void Simulator::make_index() {
     group_users_.push_back(predictions_->history().user_index(groups_->first_of(g)));
   // EASY picks seldom (LANL-CM5 x0.5: 1 job in 4; its scans key their candidates): there, moving
   // a user's groups at each completion cost more (18% of instructions) than the picks it saves.
-  keep_sjbf_heads_ = backfill_ != Backfill::kEasy;
+  keep_sjbf_heads_ = backfill_ == Backfill::kConservative;
+  const int32_t users =
+      group_users_.empty() ? 0 : *std::max_element(group_users_.begin(), group_users_.end()) + 1;
+  if (backfill_ == Backfill::kNone) sjbf_picks_.emplace(users);
   if (!keep_sjbf_heads_) return;
-  for (int32_t u : group_users_)
-    if (u >= static_cast<int32_t>(user_groups_.size())) user_groups_.resize(u + 1);
+  user_groups_.resize(users);
   sjbf_keys_.assign(groups_->size(), 0);
   user_at_.assign(groups_->size(), 0);
 }
@@ -175,8 +178,8 @@ int32_t Simulator::pick_heuristic() const {
         return unicep_score(now_, submit, divisor);
       });
     default:
-      if (keep_sjbf_heads_)  // ties by index order, as in lowest()
-        return sjbf_heads_.empty() ? -1 : sjbf_heads_.begin()->second;
+      if (sjbf_picks_) return sjbf_picks_->first();  // ties by index order, as in lowest()
+      if (keep_sjbf_heads_) return sjbf_heads_.empty() ? -1 : sjbf_heads_.begin()->second;
       return lowest([this](size_t g, int32_t, double, double) { return sjbf_score_of(g); });
   }
 }
@@ -286,6 +289,8 @@ void Simulator::apply_events() {
   if (!predictions_) return;
   if (keep_sjbf_heads_)
     for (int32_t u : predictions_->changed_users()) sjbf_rekey(u);
+  if (sjbf_picks_)
+    for (int32_t u : predictions_->changed_users()) sjbf_picks_->rekey(u, sjbf_capped(u));
   predictions_->clear_changed();
 }
 

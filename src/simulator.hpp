@@ -119,6 +119,7 @@ class Simulator {
   void index_add(int32_t job);
   void index_remove(int32_t job);
   void sjbf_rekey(int32_t user);
+  void sjbf_move(size_t group, int32_t was, int32_t now);
   void start(int32_t job);
   void advance();
   void apply_events();
@@ -231,6 +232,11 @@ class Simulator {
   double sjbf_score_of(size_t g) const {
     return at_least_tenth(predictions_->predict_for(group_users_[g], groups_->request_of(g)));
   }
+  // SJBF's capped score of user u (SjbfPicks), infinite without history or user.
+  double sjbf_capped(int32_t u) const {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    return u < 0 ? kInf : at_least_tenth(predictions_->predict_for(u, kInf));
+  }
   // The running jobs with their estimated ends (max(., now) gives them at now), by that end.
   const std::vector<Running>& estimated_ends() {
     return estimate_ == Estimate::kPredicted ? predictions_->ends_at(now_) : running_;
@@ -257,12 +263,13 @@ class Simulator {
   std::optional<WaitingIndex> index_;    // FCFS, SJF and F1's, for picks and EASY scans
   std::optional<WaitingGroups> groups_;  // WFP3, UNICEP and SJBF's, for picks and EASY scans
   std::vector<int32_t> group_users_;     // SJBF: per group of groups_, its user_index()
-  // SJBF without EASY: the oldest job of every group with waiting jobs, keyed by the group's
-  // prediction, in order. A prediction changes only as its user's history does
+  // SJBF with conservative backfilling: the oldest job of every group with waiting jobs,
+  // keyed by the group's prediction, in order. A prediction changes only as its user's history does
   // (apply_events()), so the order is kept as jobs arrive and start: a pick takes the first, a
   // conservative scan walks it, and neither keys every group (on LANL-CM5 x0.5, some
   // hundreds). Per group its key there; per user its groups there (at user_at_ in the list).
   bool keep_sjbf_heads_ = false;
+  std::optional<SjbfPicks> sjbf_picks_;  // SJBF without backfilling (instead of sjbf_heads_)
   std::set<Keyed> sjbf_heads_;
   std::vector<double> sjbf_keys_;
   std::vector<std::vector<uint32_t>> user_groups_;

@@ -1,5 +1,6 @@
 // The waiting jobs' indexes as jobs arrive and leave the queue: index_ (FCFS, SJF, F1) or
-// groups_ (WFP3, UNICEP, SJBF), and SJBF's heads kept in order (simulator.hpp, sjbf_heads_).
+// groups_ (WFP3, UNICEP, SJBF), and SJBF's heads kept in order (simulator.hpp, sjbf_heads_ and
+// sjbf_picks_).
 #include <utility>
 
 #include "simulator.hpp"
@@ -11,8 +12,10 @@ void Simulator::index_add(int32_t job) {
   if (!groups_) return;
   groups_->add(job);
   const size_t g = groups_->group(job);
-  if (!keep_sjbf_heads_ || groups_->oldest_of(g) != job) return;
+  if (groups_->oldest_of(g) != job) return;
   // The group's first waiting job (jobs come in index order).
+  if (sjbf_picks_) sjbf_move(g, -1, job);
+  if (!keep_sjbf_heads_) return;
   sjbf_keys_[g] = sjbf_score_of(g);
   sjbf_heads_.emplace(sjbf_keys_[g], job);
   if (const int32_t u = group_users_[g]; u >= 0) {
@@ -27,7 +30,9 @@ void Simulator::index_remove(int32_t job) {
   const size_t g = groups_->group(job);
   const bool oldest = groups_->oldest_of(g) == job;
   groups_->remove(job);
-  if (!keep_sjbf_heads_ || !oldest) return;
+  if (!oldest) return;
+  if (sjbf_picks_) sjbf_move(g, job, groups_->oldest_of(g));
+  if (!keep_sjbf_heads_) return;
   auto head = sjbf_heads_.extract({sjbf_keys_[g], job});
   if (const int32_t next = groups_->oldest_of(g); next >= 0) {
     head.value().second = next;
@@ -38,6 +43,12 @@ void Simulator::index_remove(int32_t job) {
     list[user_at_[g]] = list.back();
     list.pop_back();
   }
+}
+
+// Group g's oldest waiting job was `was` and is `now` (-1: none).
+void Simulator::sjbf_move(size_t g, int32_t was, int32_t now) {
+  const int32_t u = group_users_[g];
+  sjbf_picks_->move(u, at_least_tenth(groups_->request_of(g)), was, now, sjbf_capped(u));
 }
 
 // User u's history changed: its groups with waiting jobs move to their new predictions.
