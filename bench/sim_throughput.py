@@ -17,7 +17,7 @@ offered load; its FCFS queue reaches 40,000 jobs), the C++ core on the whole tra
 --repeat runs, as above), the reference on the first --window jobs, or "> limit" where it
 takes over --limit seconds. Then a synthetic store of --store-jobs jobs (`data generate`,
 1,024 procs; the time it took is printed) with its submit times scaled to offered load 1.2, so
-that the queue keeps growing: the same rows (one whole run each: 10-30 s), conservative on the
+that the queue keeps growing: the same rows (one whole run each: 5-80 s), conservative on the
 first --window jobs only. --tables, --policies
 and --backfills select tables and rows (default: all).
 """
