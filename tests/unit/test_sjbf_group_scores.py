@@ -43,3 +43,23 @@ def test_a_backfill_scan_predicts_each_group_from_its_own_user(backfill):
     expected = {1: 0.0, 2: 0.0, 3: 0.0, 4: 200.0, 5: 61.0, 6: 56.0}
     assert simulate(jobs, 4, "sjbf", backfill) == expected
     assert cpp_starts(jobs, 4, "sjbf", backfill) == expected
+
+
+def test_the_pick_caps_a_users_requests_at_its_mean_and_follows_it():
+    # 1 proc. User 1's jobs 1 (10 s) and 2 (30 s) run on [0, 10) and [10, 40). At 10 user 1's
+    # mean is 10 and each of its waiting jobs scores 10 whatever its request: job 2 starts and
+    # job 3, the oldest left (not job 5, of the least request), is picked to start at 40.
+    # Picked at 40, the mean 20: job 5 (request 15, so 15) before job 6 (request 100, 20) and
+    # job 4 (user 2, no history, request 20); it starts at 41. Picked at 41, the mean 15.5
+    # (jobs 3 and 2): job 6, capped at 15.5, before job 4.
+    jobs = [
+        Job(1, 0.0, 10.0, 1, 10.0, 1),
+        Job(2, 0.0, 30.0, 1, 30.0, 1),
+        Job(3, 5.0, 1.0, 1, 50.0, 1),
+        Job(4, 5.0, 1.0, 1, 20.0, 2),
+        Job(5, 5.0, 1.0, 1, 15.0, 1),
+        Job(6, 5.0, 1.0, 1, 100.0, 1),
+    ]
+    expected = {1: 0.0, 2: 10.0, 3: 40.0, 4: 43.0, 5: 41.0, 6: 42.0}
+    assert simulate(jobs, 1, "sjbf", "none") == expected
+    assert cpp_starts(jobs, 1, "sjbf", "none") == expected
