@@ -683,18 +683,18 @@ class WaitingGroups {
 
 // SJBF's pick without backfilling: the job of least (score, index) among the groups' oldest
 // waiting jobs. A group of user u and request r scores min(capped(u), key(r)), capped(u) from
-// u's history (at_least_tenth of the mean of its last two runtimes, infinite without history)
-// and key(r) = at_least_tenth(r). So u's best is its group of least (key, oldest job) if that
-// key is below capped(u), else (capped(u), u's oldest waiting job): a change of u's history
-// moves one entry here, where keying every group of u whose request is over its mean (the
-// 11.5M-job store, queue growing without backfilling: thousands of groups per completion)
-// took 95% of the time. Groups without a user (-1) keep key(r) and are entries of their own.
+// u's history (at_least_tenth of the mean of its last two runtimes, or of its only one;
+// infinite without history) and key(r) = at_least_tenth(r). So u's best is its group of least
+// (key, oldest job) if that key is below capped(u), else (capped(u), u's oldest waiting job):
+// a change of u's history moves one entry here instead of every group of u whose request is
+// over its mean (thousands per completion on a long queue of many users). Groups without a
+// user (-1) keep key(r) and are entries of their own.
 class SjbfPicks {
  public:
   using Keyed = std::pair<double, int32_t>;  // (score, job)
-  explicit SjbfPicks(size_t users = 0) : users_(users) {}
-  // The oldest waiting job of a group of user u (-1: none) with key `key` was `was` and is
-  // `now` (-1 where the group has none); `capped` is capped(u) now.
+  explicit SjbfPicks(size_t users) : users_(users) {}
+  // The oldest waiting job of a group of user u (-1: no user) with key `key` was `was` and is
+  // `now` (each -1 where the group had or has no waiting job); `capped` is capped(u) now.
   void move(int32_t u, double key, int32_t was, int32_t now, double capped) {
     if (u < 0) {
       if (was >= 0) picks_.erase({key, was});

@@ -63,3 +63,17 @@ def test_the_pick_caps_a_users_requests_at_its_mean_and_follows_it():
     expected = {1: 0.0, 2: 10.0, 3: 40.0, 4: 43.0, 5: 41.0, 6: 42.0}
     assert simulate(jobs, 1, "sjbf", "none") == expected
     assert cpp_starts(jobs, 1, "sjbf", "none") == expected
+
+
+def test_a_request_equal_to_the_users_mean_ties_with_the_capped_ones_by_age():
+    # 1 proc. User 1's job 1 runs 10 s from 0; jobs 2 (request 100) and 3 (request 10) arrive
+    # as it ends, at 10, where user 1's mean is 10: both score 10 and job 2, the older, goes
+    # first (job 2's request capped at the mean ties with job 3's request equal to it).
+    jobs = [
+        Job(1, 0.0, 10.0, 1, 10.0, 1),
+        Job(2, 10.0, 4.0, 1, 100.0, 1),
+        Job(3, 10.0, 4.0, 1, 10.0, 1),
+    ]
+    expected = {1: 0.0, 2: 10.0, 3: 14.0}
+    assert simulate(jobs, 1, "sjbf", "none") == expected
+    assert cpp_starts(jobs, 1, "sjbf", "none") == expected
