@@ -90,7 +90,9 @@ void Simulator::make_index() {
   for (size_t g = 0; g < groups_->size(); ++g)
     group_users_.push_back(predictions_->history().user_index(groups_->first_of(g)));
   // EASY picks seldom (LANL-CM5 x0.5: 1 job in 4; its scans key their candidates): there, moving
-  // a user's groups at each completion cost more (18% of instructions) than the picks it saves.
+  // a user's groups at each completion cost more (18% of instructions) than the picks it saves,
+  // and so does SjbfPicks' upkeep (CPU time, LANL-CM5 x0.5 1.57M -> 1.24M jobs/s, x0.25 1.19M
+  // -> 1.05M, the store's first 1M jobs 0.53M-0.59M -> 0.50M).
   keep_sjbf_heads_ = backfill_ == Backfill::kConservative;
   const int32_t users =
       group_users_.empty() ? 0 : *std::max_element(group_users_.begin(), group_users_.end()) + 1;
