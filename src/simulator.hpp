@@ -263,13 +263,13 @@ class Simulator {
   std::optional<WaitingIndex> index_;    // FCFS, SJF and F1's, for picks and EASY scans
   std::optional<WaitingGroups> groups_;  // WFP3, UNICEP and SJBF's, for picks and EASY scans
   std::vector<int32_t> group_users_;     // SJBF: per group of groups_, its user_index()
-  // SJBF with conservative backfilling: the oldest job of every group with waiting jobs,
-  // keyed by the group's prediction, in order. A prediction changes only as its user's history does
+  std::optional<SjbfPicks> sjbf_picks_;  // SJBF without backfilling: its picks
+  // SJBF with conservative backfilling: the oldest job of every group with waiting jobs, keyed
+  // by the group's prediction, in order. A prediction changes only as its user's history does
   // (apply_events()), so the order is kept as jobs arrive and start: a pick takes the first, a
   // conservative scan walks it, and neither keys every group (on LANL-CM5 x0.5, some
   // hundreds). Per group its key there; per user its groups there (at user_at_ in the list).
   bool keep_sjbf_heads_ = false;
-  std::optional<SjbfPicks> sjbf_picks_;  // SJBF without backfilling (instead of sjbf_heads_)
   std::set<Keyed> sjbf_heads_;
   std::vector<double> sjbf_keys_;
   std::vector<std::vector<uint32_t>> user_groups_;

@@ -12,7 +12,7 @@ void Simulator::index_add(int32_t job) {
   if (!groups_) return;
   groups_->add(job);
   const size_t g = groups_->group(job);
-  if (groups_->oldest_of(g) != job) return;
+  if ((!sjbf_picks_ && !keep_sjbf_heads_) || groups_->oldest_of(g) != job) return;
   // The group's first waiting job (jobs come in index order).
   if (sjbf_picks_) sjbf_move(g, -1, job);
   if (!keep_sjbf_heads_) return;
