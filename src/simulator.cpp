@@ -46,12 +46,13 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
         !(w_.requested_time[j] >= 0))
       throw std::invalid_argument("job " + std::to_string(w_.id[j]) +
                                   " has procs outside 1..machine or a negative time");
-    near_width_ = std::max(near_width_, w_.requested_time[j] / 3);
+    longest_request_ = std::max(longest_request_, w_.requested_time[j]);
     if (w_.requested_time[j] > 0) least_request_ = std::min(least_request_, w_.requested_time[j]);
     if (j > begin_ && w_.submit[j] < w_.submit[j - 1])
       throw std::invalid_argument("jobs are not ordered by submit time");
     cached_[j - begin_] = cached_of(j);
   }
+  near_width_ = longest_request_ / 3;
   // With rule actions, SJBF may become the order at any decision: its predictions need the
   // whole history.
   if (policy_ == Policy::kSjbf || estimate_ == Estimate::kPredicted || any_rule_)

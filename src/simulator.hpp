@@ -319,7 +319,7 @@ class Simulator {
   // with 1/2, 1/2.5, 1/3, 1/3.5 and 1/4 of it: 4.93G, 4.28G, 3.86G, 4.25G, 4.71G, the last with
   // 1,667 whole plans; from 1/2 to 1/3 WFP3 -10%, UNICEP -16%, SJBF -9%; on KTH-SP2 at x1,
   // x0.5, x0.25 and lublin_256 at x1, x0.5: FCFS within 0.4%, WFP3 2% to 11% fewer).
-  double near_width_ = 0;
+  double near_width_ = 0, longest_request_ = 0;
   // A size's free-procs runs (Profile::runs) as of profile_.changes() == changes, exact_until_
   // == until and whether the procs fitted free_ (fresh_runs()).
   struct ProcsRuns {

@@ -1,9 +1,10 @@
 """Conservative backfilling with requests under FCFS, WFP3, UNICEP and SJBF plans only near
 now: the jobs that could not start before now + a third of the longest request, or would run past
 the start of one left out, are passed over by size class (FCFS) or group (the others) and stay
-out of the profile, and a scan that cannot tell
-from that plan whether a job starts is planned again whole (issue 17). A hand case for each
-bound, and long queues against the reference. Long queues on a small machine put most
+out of the profile, and a scan that cannot tell from that plan whether a job starts is planned
+again whole (FCFS), or (the others) near now up to twice the longest request, then whole where
+that cannot tell either (issue 17). A hand case for each bound, and long queues against the
+reference. Long queues on a small machine put most
 reservations far from now, and early completions move them: the start times must be those
 of the reference, which plans every reservation at every scan."""
 
@@ -28,7 +29,8 @@ def test_the_reservations_left_out_bound_what_the_plan_near_now_can_tell(
     # starts at 70), not reserved on [20, 60.5), which would keep job 6 (2 procs, 25 s) from
     # starting now beside job 2's reservation. With a request of 75 s, job 6 fits now in the
     # profile without jobs 4 and 5 but not beside job 4 on [60, 70): the plan near now cannot
-    # tell, and the whole plan starts it at 70, after job 4 (FCFS). Nobody has waited at 0, so
+    # tell, and the whole plan (FCFS) or the one up to twice the longest request (360 s: WFP3,
+    # UNICEP) starts it at 70, after job 4 (FCFS). Nobody has waited at 0, so
     # WFP3 and UNICEP order the jobs as FCFS does there, by groups of equal size and request
     # (their later scans differ).
     jobs = [
@@ -62,6 +64,25 @@ def test_plans_near_now_start_what_the_whole_plan_starts(policy, workload):
     result = simulate_cpp(trace, policy, "conservative")
     expected = simulate(jobs, machine, policy, "conservative")
     assert dict(zip(trace.id.tolist(), result.start_time.tolist())) == expected
+
+
+def test_a_scan_that_the_plan_up_to_twice_the_longest_request_cannot_tell_is_planned_whole():
+    # 11 procs, all jobs at 0, runtimes their requests, the longest 100 s. The scan at 100 under
+    # WFP3 (waits of 100 s: -7 for jobs 3, 6 and 7, -3.9 for job 5, -3, -2 and -1 for jobs 8, 11
+    # and 12): job 4 (3 procs) runs to 140, job 3 starts; job 6 is committed on [200, 300). The
+    # plan near now (to 133.3) and the one up to 300 both leave out job 7 (7 procs, from 300),
+    # reserve job 5 (2 procs) on [140, 220), then leave out job 8 (3 procs, from 220, past 300)
+    # and job 11 (2 procs, from 140, past 220): job 12 (1 proc) fits now, to 200, past 140, so
+    # neither can tell. The whole plan reserves job 7 on
+    # [300, 400), job 8 on [220, 320), job 11 from 320, and starts job 12 at 100 (a plan that
+    # gave up there would start it at 140, after job 5).
+    sizes = [(7, 100), (2, 30), (7, 100), (3, 80), (2, 80), (7, 100), (7, 100), (3, 100),
+             (1, 100), (3, 30), (2, 100), (1, 100)]  # fmt: skip
+    jobs = [Job(i + 1, 0.0, float(r), p, float(r), 0) for i, (p, r) in enumerate(sizes)]
+    expected = simulate(jobs, 11, "wfp3", "conservative")
+    starts = {3: 100.0, 5: 140.0, 6: 200.0, 7: 300.0, 8: 220.0, 11: 320.0, 12: 100.0}
+    assert {j: expected[j] for j in starts} == starts
+    assert _starts(jobs, 11, "wfp3") == expected
 
 
 def _starts(jobs, machine, policy):
