@@ -41,11 +41,14 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   }
   cached_.resize(end_ - begin_);
   if (agent_backfill_) allowed_.resize(end_ - begin_);
+  std::vector<char> sized(machine_ + 1);  // whether window_sizes_ counts a size
   for (size_t j = begin_; j < end_; ++j) {
     if (w_.procs[j] <= 0 || w_.procs[j] > machine_ || !(w_.runtime[j] >= 0) ||
         !(w_.requested_time[j] >= 0))
       throw std::invalid_argument("job " + std::to_string(w_.id[j]) +
                                   " has procs outside 1..machine or a negative time");
+    window_sizes_ += !sized[w_.procs[j]];
+    sized[w_.procs[j]] = 1;
     longest_request_ = std::max(longest_request_, w_.requested_time[j]);
     if (w_.requested_time[j] > 0) least_request_ = std::min(least_request_, w_.requested_time[j]);
     if (j > begin_ && w_.submit[j] < w_.submit[j - 1])
@@ -76,10 +79,12 @@ double Simulator::cached_of(size_t j) const {
 void Simulator::make_index() {
   index_.reset();
   groups_.reset();
+  const bool grouped = !static_order() || fcfs_plans_by_groups();
   if (static_order())
     index_.emplace(w_.procs, w_.requested_time, begin_, end_,
-                   policy_ == Policy::kFcfs ? nullptr : cached_.data(), index_scans());
-  else
+                   policy_ == Policy::kFcfs ? nullptr : cached_.data(),
+                   grouped ? WaitingIndex::Scans::kNone : index_scans());
+  if (grouped)
     groups_.emplace(policy_ == Policy::kSjbf ? w_.user : nullptr, w_.procs, w_.requested_time,
                     w_.submit, cached_.data(), begin_, end_);
   group_users_.clear();

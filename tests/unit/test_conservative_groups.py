@@ -1,14 +1,44 @@
-"""Conservative backfilling of the group policies (WFP3, UNICEP, SJBF with requests) merges
-the groups of like jobs by policy order at the scan; the groups that come after the last
-fitting group's oldest job join the merge only when the walk reaches them (issue 17). A hand
-case where a fitting group's second job comes after a group that did not fit: that group's
-reservation must be made before the second job is tried."""
+"""Conservative backfilling of the group policies (WFP3, UNICEP, SJBF with requests, and FCFS
+on windows of more than 16 sizes) merges the groups of like jobs by policy order at the scan;
+the groups that come after the last fitting group's oldest job join the merge only when the
+walk reaches them (issue 17). A hand case where a fitting group's second job comes after a
+group that did not fit: that group's reservation must be made before the second job is tried;
+and FCFS on many sizes against the reference."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reference_sim import Job, simulate
 from simhelpers import trace_of
 
 from ddppo_hpc.sim import simulate as simulate_cpp
+
+
+@st.composite
+def many_sizes(draw, max_jobs: int):
+    """17 to 24 distinct sizes on 24 to 64 procs, each size's first job among the first jobs,
+    then up to `max_jobs` in all, arriving in bursts, with requests of 1 s to 100 s and
+    runtimes often far below: long plans of many groups."""
+    machine = draw(st.integers(24, 64))
+    sizes = draw(st.lists(st.integers(1, machine), min_size=17, max_size=24, unique=True))
+    jobs, submit = [], 0
+    for i in range(draw(st.integers(len(sizes), max_jobs))):
+        submit += draw(st.sampled_from([0, 0, 0, 1, 7]))
+        requested = draw(st.sampled_from([1, 3, 10, 30, 100]))
+        runtime = draw(st.sampled_from([requested, requested // 2, requested // 10, 0]))
+        procs = sizes[i] if i < len(sizes) else draw(st.sampled_from(sizes))
+        jobs.append(Job(i + 1, float(submit), float(runtime), procs, float(requested), 0))
+    return jobs, machine
+
+
+@settings(max_examples=40, deadline=None)
+@given(workload=many_sizes(max_jobs=90))
+def test_fcfs_on_many_sizes_plans_by_groups_as_the_reference_plans(workload):
+    jobs, machine = workload
+    trace = trace_of(jobs, machine)
+    result = simulate_cpp(trace, "fcfs", "conservative")
+    expected = simulate(jobs, machine, "fcfs", "conservative")
+    assert dict(zip(trace.id.tolist(), result.start_time.tolist())) == expected
 
 
 @pytest.mark.parametrize("policy", ("wfp3", "sjbf"))
