@@ -413,19 +413,17 @@ constexpr size_t kSortedAtOnce = 16;
 // more instructions (more moves per head taken in), 2: 1-4% more (more partitions).
 constexpr size_t kFirstHeads = 4;
 // merge_heads() cuts the heads this much of the way from the last walk's deepest head's key
-// toward 0, later in order (WFP3's and UNICEP's keys are at most 0; FCFS's, over 0, are divided
-// by it: 3% faster than multiplied on the store's first 20,000 jobs and KTH-SP2 x0.5): a front
-// too short for the walk costs a pass over all the heads, one a little long costs little.
-// Instructions against the key itself (LANL-CM5, first 40,000 jobs at x0.25 / 60,000 at x0.5):
-// 0.95 WFP3 -2.7% / -1.4%, UNICEP -2.1% / -0.7%; 0.9 -2.8% / -1.4%, -1.7% / -0.1%; 0.75 and 0.5
-// less or worse.
+// toward 0, later in order (WFP3's and UNICEP's keys are at most 0): a front too short for the
+// walk costs a pass over all the heads, one a little long costs little. Instructions against
+// the key itself (LANL-CM5, first 40,000 jobs at x0.25 / 60,000 at x0.5): 0.95 WFP3 -2.7% /
+// -1.4%, UNICEP -2.1% / -0.7%; 0.9 -2.8% / -1.4%, -1.7% / -0.1%; 0.75 and 0.5 less or worse.
 constexpr double kCutSlack = 0.95;
 }  // namespace
 
 // The groups' heads in policy order, without a heap or a sort over all of them (a walk pops a
 // few dozen of some hundreds): one pass keys every group's oldest job into heads_, which
-// merge_pop() puts into order only as far as the walk reaches (SJBF: sjbf_heads_ holds them
-// in order). The groups' next jobs, pushed as the walk goes, wait in the heap nexts_.
+// merge_pop() puts into order only as far as the walk reaches (SJBF, FCFS: ordered_heads_ holds
+// them in order). The groups' next jobs, pushed as the walk goes, wait in the heap nexts_.
 void Simulator::merge_heads() {
   // Locals: the pass writes doubles, which might alias now_. The last scan's deepest head in
   // order, keyed now (its group's oldest job), is where this scan's walk most likely ends.
@@ -433,8 +431,8 @@ void Simulator::merge_heads() {
   heads_.resize(groups_->live());
   merged_ = heads_settled_ = 0;
   nexts_.clear();
-  if (policy_ == Policy::kSjbf) {  // in order already: settle_heads() takes them one by one
-    next_head_ = sjbf_heads_.begin();
+  if (keep_heads_) {  // in order already: settle_heads() takes them one by one
+    next_head_ = ordered_heads_.begin();
     heads_sorted_ = 0;  // nor is there a deepest head for the next scan
     return;
   }
@@ -453,9 +451,6 @@ void Simulator::merge_heads() {
       key_each([now](size_t, double submit, double cached) {
         return -wfp3_product(now, submit, cached);
       });
-      break;
-    case Policy::kFcfs:
-      key_each([](size_t, double submit, double) { return at_least_tenth(submit); });
       break;
     default:
       key_each([now](size_t, double submit, double divisor) {
@@ -476,9 +471,7 @@ void Simulator::merge_heads() {
 double Simulator::deepest_head_key() const {
   if (heads_sorted_ == 0) return std::numeric_limits<double>::infinity();
   const int32_t j = groups_->oldest_beside(heads_[heads_sorted_ - 1].second);
-  if (j < 0) return std::numeric_limits<double>::infinity();
-  const double key = keyed(j).first;
-  return key > 0 ? key / kCutSlack : key * kCutSlack;
+  return j < 0 ? std::numeric_limits<double>::infinity() : keyed(j).first * kCutSlack;
 }
 
 // Moves the first kFirstHeads heads (all, if fewer) by (key, job) among heads_[0, end) to the
@@ -522,11 +515,11 @@ inline Simulator::Keyed Simulator::merge_pop() {
   return heads_[merged_++];
 }
 
-// Puts heads_[merged_] into its place in policy order (SJBF: the next of sjbf_heads_), and with
-// it (WFP3) the heads after it whose keys are close, a chain of them: those are ordered by
+// Puts heads_[merged_] into its place in policy order (SJBF, FCFS: the next of ordered_heads_), and
+// with it (WFP3) the heads after it whose keys are close, a chain of them: those are ordered by
 // before(), which settles them by the score; a key after them is not close to any before it.
 void Simulator::settle_heads() {
-  if (policy_ == Policy::kSjbf) {
+  if (keep_heads_) {
     heads_[merged_] = *next_head_++;
     heads_settled_ = merged_ + 1;
     return;

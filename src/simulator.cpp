@@ -88,10 +88,11 @@ void Simulator::make_index() {
     groups_.emplace(policy_ == Policy::kSjbf ? w_.user : nullptr, w_.procs, w_.requested_time,
                     w_.submit, cached_.data(), begin_, end_);
   group_users_.clear();
-  keep_sjbf_heads_ = false;
+  keep_heads_ = false;
   sjbf_picks_.reset();
-  sjbf_heads_.clear();
+  ordered_heads_.clear();
   user_groups_.clear();
+  keep_heads_ = policy_ == Policy::kFcfs && groups_.has_value();
   if (policy_ != Policy::kSjbf) return;
   for (size_t g = 0; g < groups_->size(); ++g)
     group_users_.push_back(predictions_->history().user_index(groups_->first_of(g)));
@@ -99,11 +100,11 @@ void Simulator::make_index() {
   // a user's groups at each completion cost more (18% of instructions) than the picks it saves,
   // and so does SjbfPicks' upkeep (CPU time, LANL-CM5 x0.5 1.57M -> 1.24M jobs/s, x0.25 1.19M
   // -> 1.05M, the store's first 1M jobs 0.53M-0.59M -> 0.50M).
-  keep_sjbf_heads_ = backfill_ == Backfill::kConservative;
+  keep_heads_ = backfill_ == Backfill::kConservative;
   const int32_t users =
       group_users_.empty() ? 0 : *std::max_element(group_users_.begin(), group_users_.end()) + 1;
   if (backfill_ == Backfill::kNone) sjbf_picks_.emplace(users);
-  if (!keep_sjbf_heads_) return;
+  if (!keep_heads_) return;
   user_groups_.resize(users);
   sjbf_keys_.assign(groups_->size(), 0);
   user_at_.assign(groups_->size(), 0);
@@ -187,7 +188,7 @@ int32_t Simulator::pick_heuristic() const {
       });
     default:
       if (sjbf_picks_) return sjbf_picks_->first();  // ties by index order, as in lowest()
-      if (keep_sjbf_heads_) return sjbf_heads_.empty() ? -1 : sjbf_heads_.begin()->second;
+      if (keep_heads_) return ordered_heads_.empty() ? -1 : ordered_heads_.begin()->second;
       return lowest([this](size_t g, int32_t, double, double) { return sjbf_score_of(g); });
   }
 }
@@ -295,7 +296,7 @@ void Simulator::apply_events() {
     if (predictions_) predictions_->end(job, started, end);
   }
   if (!predictions_) return;
-  if (keep_sjbf_heads_)
+  if (keep_heads_ && policy_ == Policy::kSjbf)
     for (int32_t u : predictions_->changed_users()) sjbf_rekey(u);
   if (sjbf_picks_)
     for (int32_t u : predictions_->changed_users()) sjbf_picks_->rekey(u, sjbf_capped(u));

@@ -1,6 +1,6 @@
 // The waiting jobs' indexes as jobs arrive and leave the queue: index_ (FCFS, SJF, F1) or
-// groups_ (WFP3, UNICEP, SJBF), and SJBF's heads kept in order (simulator.hpp, sjbf_heads_ and
-// sjbf_picks_).
+// groups_ (WFP3, UNICEP, SJBF; FCFS's conservative scans on many sizes), and the groups' heads
+// kept in order (SJBF's and FCFS's: simulator.hpp, ordered_heads_ and sjbf_picks_).
 #include <utility>
 
 #include "simulator.hpp"
@@ -12,12 +12,13 @@ void Simulator::index_add(int32_t job) {
   if (!groups_) return;
   groups_->add(job);
   const size_t g = groups_->group(job);
-  if ((!sjbf_picks_ && !keep_sjbf_heads_) || groups_->oldest_of(g) != job) return;
+  if ((!sjbf_picks_ && !keep_heads_) || groups_->oldest_of(g) != job) return;
   // The group's first waiting job (jobs come in index order).
   if (sjbf_picks_) sjbf_move(g, -1, job);
-  if (!keep_sjbf_heads_) return;
-  sjbf_keys_[g] = sjbf_score_of(g);
-  sjbf_heads_.emplace(sjbf_keys_[g], job);
+  if (!keep_heads_) return;
+  if (policy_ == Policy::kSjbf) sjbf_keys_[g] = sjbf_score_of(g);
+  ordered_heads_.insert(head(g, job));
+  if (policy_ != Policy::kSjbf) return;
   if (const int32_t u = group_users_[g]; u >= 0) {
     user_at_[g] = static_cast<uint32_t>(user_groups_[u].size());
     user_groups_[u].push_back(static_cast<uint32_t>(g));
@@ -32,12 +33,12 @@ void Simulator::index_remove(int32_t job) {
   groups_->remove(job);
   if (!oldest) return;
   if (sjbf_picks_) sjbf_move(g, job, groups_->oldest_of(g));
-  if (!keep_sjbf_heads_) return;
-  auto head = sjbf_heads_.extract({sjbf_keys_[g], job});
+  if (!keep_heads_) return;
+  auto node = ordered_heads_.extract(head(g, job));
   if (const int32_t next = groups_->oldest_of(g); next >= 0) {
-    head.value().second = next;
-    sjbf_heads_.insert(std::move(head));
-  } else if (const int32_t u = group_users_[g]; u >= 0) {
+    node.value() = head(g, next);
+    ordered_heads_.insert(std::move(node));
+  } else if (const int32_t u = policy_ == Policy::kSjbf ? group_users_[g] : -1; u >= 0) {
     std::vector<uint32_t>& list = user_groups_[u];
     user_at_[list.back()] = user_at_[g];
     list[user_at_[g]] = list.back();
@@ -56,9 +57,9 @@ void Simulator::sjbf_rekey(int32_t u) {
   for (uint32_t g : user_groups_[u]) {
     const double key = sjbf_score_of(g);
     if (key == sjbf_keys_[g]) continue;
-    auto head = sjbf_heads_.extract({sjbf_keys_[g], groups_->oldest_of(g)});
+    auto head = ordered_heads_.extract({sjbf_keys_[g], groups_->oldest_of(g)});
     head.value().first = sjbf_keys_[g] = key;
-    sjbf_heads_.insert(std::move(head));
+    ordered_heads_.insert(std::move(head));
   }
 }
 
