@@ -150,7 +150,8 @@ class Simulator {
   }
   // FCFS's conservative scans on requests merge groups of like jobs, as WFP3's do, where the
   // window holds more sizes than this: the plan by index, near now by size class, pays where
-  // they are few. CPU time, FCFS + conservative, index -> groups, jobs/s: LANL-CM5 (6 sizes)
+  // they are few. CPU time, FCFS + conservative, index -> groups (before the groups' heads
+  // were kept in order, which made the groups faster still), jobs/s: LANL-CM5 (6 sizes)
   // x1 646k -> 496k, x0.5 ~210k -> ~130k, x0.25 286k -> 131k; HPC2N (45) 1.92M -> 1.61M,
   // 399k -> 297k, 78k -> 141k; KTH-SP2 (97) 859k -> 824k, 40k -> 98k, 32k -> 59k; lublin_256
   // (181) 117k -> 167k, 25k -> 44k, 19k -> 25k; the store (965; first 20,000 / 100,000 jobs)
