@@ -190,7 +190,8 @@ void Simulator::conservative_scan() {
   constexpr double kWhole = std::numeric_limits<double>::infinity();
   ++scan_;
   if (index_ && !groups_ && estimate_ == Estimate::kRequest) {
-    // FCFS: the plan near now, or the whole plan where that cannot tell what starts (rare).
+    // FCFS (on at most kIndexPlanSizes sizes): the plan near now, or the whole plan where that
+    // cannot tell what starts (rare).
     // SJF and F1 rank short or small jobs first: their last job that can start comes early.
     const bool near = policy_ == Policy::kFcfs &&
                       queue_.size() - stale_ > kNearJobsPerClass * index_->size_classes();
@@ -302,19 +303,19 @@ bool Simulator::plan_through(const Order& order, size_t k, size_t last) {
   return true;
 }
 
-// WFP3, UNICEP and SJBF with requests: in a group of waiting jobs (equal procs and request,
-// and user for SJBF) policy order is index order and every job fits now or none does; once one
-// cannot start, none after it can. The walk merges the groups by policy order at now from their
-// oldest jobs (merge_heads(), merge_pop()) and ends once no group that fitted as the scan began
-// still fits: no later job can start. The plan is made near now as plan_through()
-// makes FCFS's (false where it cannot tell what starts; near infinite: the whole plan), a group
-// passed over once the walk reaches it; the jobs that start go to starting_.
+// WFP3, UNICEP, SJBF and FCFS (on more than kIndexPlanSizes sizes) with requests: in a group of
+// waiting jobs (equal procs and request, and user for SJBF) policy order is index order and every
+// job fits now or none does; once one cannot start, none after it can. The walk merges the groups
+// by policy order at now from their oldest jobs (merge_heads(), merge_pop()) and ends once no group
+// that fitted as the scan began still fits: no later job can start. The plan is made near now as
+// plan_through() makes FCFS's (false where it cannot tell what starts; near infinite: the whole
+// plan), a group passed over once the walk reaches it; the jobs that start go to starting_.
 bool Simulator::plan_by_groups(double near) {
   plan_earliest_ = plan_from_scratch();
   near_until_ = near;
   profile_.lows(lows_);
   const int32_t free = std::min(free_, lows_[0].free);
-  ++group_plans_;  // a scan may plan twice (near now, then whole)
+  ++group_plans_;  // a scan may plan thrice (near now, twice the longest request, whole)
   dropped_.resize(groups_->size());
   fit_cuts_.resize(groups_->classes());
   fit_classes_.clear();
@@ -425,9 +426,6 @@ constexpr double kCutSlack = 0.95;
 // merge_pop() puts into order only as far as the walk reaches (SJBF, FCFS: ordered_heads_ holds
 // them in order). The groups' next jobs, pushed as the walk goes, wait in the heap nexts_.
 void Simulator::merge_heads() {
-  // Locals: the pass writes doubles, which might alias now_. The last scan's deepest head in
-  // order, keyed now (its group's oldest job), is where this scan's walk most likely ends.
-  const double now = now_, cut = deepest_head_key();
   heads_.resize(groups_->live());
   merged_ = heads_settled_ = 0;
   nexts_.clear();
@@ -436,6 +434,9 @@ void Simulator::merge_heads() {
     heads_sorted_ = 0;  // nor is there a deepest head for the next scan
     return;
   }
+  // Locals: the pass writes doubles, which might alias now_. The last scan's deepest head in
+  // order, keyed now (its group's oldest job), is where this scan's walk most likely ends.
+  const double now = now_, cut = deepest_head_key();
   // The heads keyed at most `cut` go to the front, the others to the back.
   size_t front = 0, back = heads_.size();
   auto key_each = [&](auto key) {
@@ -452,7 +453,7 @@ void Simulator::merge_heads() {
         return -wfp3_product(now, submit, cached);
       });
       break;
-    default:
+    default:  // UNICEP (SJBF's and FCFS's heads are kept in order: above)
       key_each([now](size_t, double submit, double divisor) {
         return unicep_score(now, submit, divisor);
       });

@@ -88,7 +88,6 @@ void Simulator::make_index() {
     groups_.emplace(policy_ == Policy::kSjbf ? w_.user : nullptr, w_.procs, w_.requested_time,
                     w_.submit, cached_.data(), begin_, end_);
   group_users_.clear();
-  keep_heads_ = false;
   sjbf_picks_.reset();
   ordered_heads_.clear();
   user_groups_.clear();

@@ -113,10 +113,10 @@ class Simulator {
   }
   // cached_'s value for job j under policy_.
   double cached_of(size_t j) const;
-  // An empty index_ (FCFS, SJF, F1) or groups_ (the others; FCFS's conservative scans too, as
-  // fcfs_plans_by_groups() says) for policy_.
+  // An empty index_ (FCFS, SJF, F1) or groups_ (the others) for policy_; FCFS gets both where
+  // fcfs_plans_by_groups().
   void make_index();
-  // A job joins or leaves the waiting jobs of index_ or groups_ (and SJBF's heads).
+  // A job joins or leaves the waiting jobs of index_ and groups_ (and ordered_heads_).
   void index_add(int32_t job);
   void index_remove(int32_t job);
   void sjbf_rekey(int32_t user);
@@ -278,8 +278,9 @@ class Simulator {
   // scans it may also hold `stale_` jobs that left, until waiting() compacts it.
   mutable std::vector<int32_t> queue_;
   mutable size_t stale_ = 0;
-  std::optional<WaitingIndex> index_;    // FCFS, SJF and F1's, for picks and EASY scans
-  std::optional<WaitingGroups> groups_;  // WFP3, UNICEP and SJBF's, for picks and EASY scans
+  std::optional<WaitingIndex> index_;  // FCFS, SJF and F1's, for picks and EASY scans
+  // WFP3, UNICEP and SJBF's, for picks and EASY scans; FCFS's conservative scans' on many sizes
+  std::optional<WaitingGroups> groups_;
   std::vector<int32_t> group_users_;     // SJBF: per group of groups_, its user_index()
   std::optional<SjbfPicks> sjbf_picks_;  // SJBF without backfilling: its picks
   // SJBF with conservative backfilling: the oldest job of every group with waiting jobs, keyed
@@ -287,9 +288,9 @@ class Simulator {
   // (apply_events()), so the order is kept as jobs arrive and start: a pick takes the first, a
   // conservative scan walks it, and neither keys every group (on LANL-CM5 x0.5, some
   // hundreds). Per group its key there; per user its groups there (at user_at_ in the list).
-  // FCFS's conservative scans by groups walk them too, each keyed by its own submit time,
-  // which never changes (CPU time against sorting them at each scan: the store's first
-  // 20,000 / 100,000 jobs 148k -> 176k / 60k -> 77k jobs/s, KTH-SP2 x0.5 96k -> 146k,
+  // FCFS's conservative scans by groups walk them too, each keyed by its own at_least_tenth(
+  // submit time), which never changes (CPU time against sorting them at each scan: the store's
+  // first 20,000 / 100,000 jobs 148k -> 176k / 60k -> 77k jobs/s, KTH-SP2 x0.5 96k -> 146k,
   // lublin_256 x0.5 44k -> 79k, HPC2N x0.25 143k -> 154k, x1 the same).
   bool keep_heads_ = false;
   std::set<Keyed> ordered_heads_;

@@ -398,15 +398,16 @@ class WaitingIndex {
 };
 
 // The waiting jobs in groups of equal (user, procs, request), the user only for SJBF: in a
-// group the scores of WFP3 and UNICEP only fall with the wait and SJBF's are equal, so
-// (score, index) order within it is index order, and so is the order of an EASY scan, where
-// they pass or fail alike. A pick or a scan need only look at the groups' oldest waiting
-// jobs, a few hundred where the queue holds tens of thousands.
+// group the scores of WFP3 and UNICEP only fall with the wait, SJBF's are equal and FCFS's
+// rise with the index, so (score, index) order within it is index order, and so is the order of an
+// EASY scan, where they pass or fail alike. A pick or a scan need only look at the groups' oldest
+// waiting jobs, a few hundred where the queue holds tens of thousands.
 class WaitingGroups {
  public:
   // `user` null: all in one. Groups are numbered by (procs, request), then user. `cached`
   // (per job of the window) is equal within a group: the simulator's cached_, a function of
-  // procs and request for WFP3 and UNICEP.
+  // procs and request for WFP3 and UNICEP (FCFS's, its submit time, is not, and no FCFS scan
+  // reads a group's: its heads are keyed by their own, in ordered_heads_).
   WaitingGroups(const int64_t* user, const int32_t* procs, const double* request,
                 const double* submit, const double* cached, size_t begin, size_t end)
       : submit_(submit),

@@ -1,12 +1,12 @@
 """Conservative backfilling with requests under FCFS, WFP3, UNICEP and SJBF plans only near
-now: the jobs that could not start before now + a third of the longest request, or would run past
-the start of one left out, are passed over by size class (FCFS) or group (the others) and stay
-out of the profile, and a scan that cannot tell from that plan whether a job starts is planned
-again whole (FCFS), or (the others) near now up to twice the longest request, then whole where
-that cannot tell either (issue 17). A hand case for each bound, and long queues against the
-reference. Long queues on a small machine put most
-reservations far from now, and early completions move them: the start times must be those
-of the reference, which plans every reservation at every scan."""
+now: the jobs that could not start before now + a third of the longest request, or would run
+past the start of one left out, are passed over by size class (FCFS on at most 16 sizes, as
+here) or group (the others) and stay out of the profile, and a scan that cannot tell from
+that plan whether a job starts is planned again whole (by size class), or (by group) near now
+up to twice the longest request, then whole where that cannot tell either (issue 17). A hand
+case for each bound, and long queues against the reference. Long queues on a small machine
+put most reservations far from now, and early completions move them: the start times must
+be those of the reference, which plans every reservation at every scan."""
 
 import pytest
 from hypothesis import given, settings

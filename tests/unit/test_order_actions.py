@@ -129,9 +129,11 @@ class OrderReference(reference_sim._Sim):
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("estimate", ESTIMATES)
 @pytest.mark.parametrize("backfills", [("easy",), ("conservative",), BACKFILLS])
-def test_random_rules_match_the_reference(backfills, estimate, seed, monkeypatch):
+# 64 procs: some 40 sizes, where FCFS's conservative scans (with requests) plan by groups.
+@pytest.mark.parametrize("machine", (MACHINE, 64))
+def test_random_rules_match_the_reference(machine, backfills, estimate, seed, monkeypatch):
     rng = np.random.default_rng(seed)
-    jobs = random_jobs(rng, 60, MACHINE)
+    jobs = random_jobs(rng, 60, machine)
     drawn = []
 
     def draw():
@@ -140,10 +142,10 @@ def test_random_rules_match_the_reference(backfills, estimate, seed, monkeypatch
 
     monkeypatch.setattr(OrderReference, "draw", staticmethod(draw))
     monkeypatch.setattr(reference_sim, "_Sim", OrderReference)
-    starts = reference_sim.simulate(jobs, MACHINE, "fcfs", backfills[0], estimate=estimate)
+    starts = reference_sim.simulate(jobs, machine, "fcfs", backfills[0], estimate=estimate)
     assert len(set(drawn)) > 5
     n = len(jobs)  # every waiting job visible
-    env = VecSchedulingEnv(trace_of(jobs, MACHINE), 1, n, n, backfills[0], "fcfs",
+    env = VecSchedulingEnv(trace_of(jobs, machine), 1, n, n, backfills[0], "fcfs",
                            estimate=estimate, order_actions=True,
                            action_backfills=backfills)  # fmt: skip
     env.reset()
