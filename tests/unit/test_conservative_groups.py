@@ -9,9 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_sim import Job, simulate
-from simhelpers import trace_of
-
-from ddppo_hpc.sim import simulate as simulate_cpp
+from simhelpers import cpp_starts
 
 
 @st.composite
@@ -35,10 +33,8 @@ def many_sizes(draw, max_jobs: int):
 @given(workload=many_sizes(max_jobs=90))
 def test_fcfs_on_many_sizes_plans_by_groups_as_the_reference_plans(workload):
     jobs, machine = workload
-    trace = trace_of(jobs, machine)
-    result = simulate_cpp(trace, "fcfs", "conservative")
     expected = simulate(jobs, machine, "fcfs", "conservative")
-    assert dict(zip(trace.id.tolist(), result.start_time.tolist())) == expected
+    assert cpp_starts(jobs, machine, "fcfs", "conservative") == expected
 
 
 @pytest.mark.parametrize("policy", ("wfp3", "sjbf"))
@@ -60,6 +56,4 @@ def test_a_group_that_did_not_fit_reserves_before_the_fitting_groups_next_job(po
     ]
     expected = {1: 0.0, 2: 0.0, 3: 100.0, 4: 1.0, 5: 10.0, 6: 31.0}
     assert simulate(jobs, 5, policy, "conservative") == expected
-    trace = trace_of(jobs, 5)
-    result = simulate_cpp(trace, policy, "conservative")
-    assert dict(zip(trace.id.tolist(), result.start_time.tolist())) == expected
+    assert cpp_starts(jobs, 5, policy, "conservative") == expected

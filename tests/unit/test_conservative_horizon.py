@@ -11,9 +11,7 @@ be those of the reference, which plans every reservation at every scan."""
 import pytest
 from hypothesis import given, settings
 from reference_sim import Job, simulate
-from simhelpers import far_plans, trace_of
-
-from ddppo_hpc.sim import simulate as simulate_cpp
+from simhelpers import cpp_starts, far_plans
 
 
 @pytest.mark.parametrize("policy", ("fcfs", "wfp3", "unicep"))
@@ -50,9 +48,7 @@ def test_the_reservations_left_out_bound_what_the_plan_near_now_can_tell(
         assert expected[6] == start_6
     if policy == "fcfs":
         assert {j: expected[j] for j in range(1, 6)} == {1: 0.0, 2: 20.0, 3: 30.0, 4: 60.0, 5: 70.0}
-    trace = trace_of(jobs, 8)
-    result = simulate_cpp(trace, policy, "conservative")
-    assert dict(zip(trace.id.tolist(), result.start_time.tolist())) == expected
+    assert cpp_starts(jobs, 8, policy, "conservative") == expected
 
 
 @pytest.mark.parametrize("policy", ("fcfs", "sjf", "f1", "wfp3", "unicep", "sjbf"))
@@ -60,10 +56,8 @@ def test_the_reservations_left_out_bound_what_the_plan_near_now_can_tell(
 @given(workload=far_plans(max_jobs=70))
 def test_plans_near_now_start_what_the_whole_plan_starts(policy, workload):
     jobs, machine = workload
-    trace = trace_of(jobs, machine)
-    result = simulate_cpp(trace, policy, "conservative")
     expected = simulate(jobs, machine, policy, "conservative")
-    assert dict(zip(trace.id.tolist(), result.start_time.tolist())) == expected
+    assert cpp_starts(jobs, machine, policy, "conservative") == expected
 
 
 def test_a_scan_that_the_plan_up_to_twice_the_longest_request_cannot_tell_is_planned_whole():
@@ -73,22 +67,16 @@ def test_a_scan_that_the_plan_up_to_twice_the_longest_request_cannot_tell_is_pla
     # plan near now (to 133.3) and the one up to 300 both leave out job 7 (7 procs, from 300),
     # reserve job 5 (2 procs) on [140, 220), then leave out job 8 (3 procs, from 220, past 300)
     # and job 11 (2 procs, from 140, past 220): job 12 (1 proc) fits now, to 200, past 140, so
-    # neither can tell. The whole plan reserves job 7 on
-    # [300, 400), job 8 on [220, 320), job 11 from 320, and starts job 12 at 100 (a plan that
-    # gave up there would start it at 140, after job 5).
+    # neither can tell. The whole plan reserves job 7 on [300, 400), job 8 on [220, 320), job 11
+    # from 320, and starts job 12 at 100 (a plan that gave up there would start it at 140, after
+    # job 5).
     sizes = [(7, 100), (2, 30), (7, 100), (3, 80), (2, 80), (7, 100), (7, 100), (3, 100),
              (1, 100), (3, 30), (2, 100), (1, 100)]  # fmt: skip
     jobs = [Job(i + 1, 0.0, float(r), p, float(r), 0) for i, (p, r) in enumerate(sizes)]
     expected = simulate(jobs, 11, "wfp3", "conservative")
     starts = {3: 100.0, 5: 140.0, 6: 200.0, 7: 300.0, 8: 220.0, 11: 320.0, 12: 100.0}
     assert {j: expected[j] for j in starts} == starts
-    assert _starts(jobs, 11, "wfp3") == expected
-
-
-def _starts(jobs, machine, policy):
-    trace = trace_of(jobs, machine)
-    result = simulate_cpp(trace, policy, "conservative")
-    return dict(zip(trace.id.tolist(), result.start_time.tolist()))
+    assert cpp_starts(jobs, 11, "wfp3", "conservative") == expected
 
 
 # WFP3 keys a scan by w^3 * (n / r^3), not by its score -pow(w / r, 3) * n: job 5 (300 s,
@@ -108,7 +96,7 @@ _TIE = [
 def test_a_scan_orders_wfp3_keys_that_tie_on_the_score_by_the_score():
     expected = simulate(_TIE, 10, "wfp3", "conservative")
     assert (expected[5], expected[6]) == (1024.0, 1324.0)
-    assert _starts(_TIE, 10, "wfp3") == expected
+    assert cpp_starts(_TIE, 10, "wfp3", "conservative") == expected
 
 
 def test_close_wfp3_keys_on_both_sides_of_a_bucket_bound_are_ordered_by_the_score():
@@ -118,4 +106,4 @@ def test_close_wfp3_keys_on_both_sides_of_a_bucket_bound_are_ordered_by_the_scor
     jobs = _TIE[:3] + [Job(4, 4.888521330748232, 1200.0, 10, 1200.0, 0)] + _TIE[3:]
     expected = simulate(jobs, 10, "wfp3", "conservative")
     assert (expected[4], expected[5], expected[6]) == (5010.0, 1024.0, 1324.0)
-    assert _starts(jobs, 10, "wfp3") == expected
+    assert cpp_starts(jobs, 10, "wfp3", "conservative") == expected
