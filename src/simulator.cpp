@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "nearly_sorted.hpp"
 #include "profile.hpp"
@@ -41,14 +42,11 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
   }
   cached_.resize(end_ - begin_);
   if (agent_backfill_) allowed_.resize(end_ - begin_);
-  std::vector<char> sized(machine_ + 1);  // whether window_sizes_ counts a size
   for (size_t j = begin_; j < end_; ++j) {
     if (w_.procs[j] <= 0 || w_.procs[j] > machine_ || !(w_.runtime[j] >= 0) ||
         !(w_.requested_time[j] >= 0))
       throw std::invalid_argument("job " + std::to_string(w_.id[j]) +
                                   " has procs outside 1..machine or a negative time");
-    window_sizes_ += !sized[w_.procs[j]];
-    sized[w_.procs[j]] = 1;
     longest_request_ = std::max(longest_request_, w_.requested_time[j]);
     if (w_.requested_time[j] > 0) least_request_ = std::min(least_request_, w_.requested_time[j]);
     if (j > begin_ && w_.submit[j] < w_.submit[j - 1])
@@ -76,6 +74,17 @@ double Simulator::cached_of(size_t j) const {
   }
 }
 
+// Whether FCFS's conservative scans plan by groups (simulator.hpp): the window holds more than
+// kIndexPlanSizes sizes, counted only here and only until there are that many.
+bool Simulator::fcfs_plans_by_groups() const {
+  if (policy_ != Policy::kFcfs || index_scans() != WaitingIndex::Scans::kConservative) return false;
+  std::vector<char> seen(machine_ + 1);
+  size_t sizes = 0;
+  for (size_t j = begin_; j < end_ && sizes <= kIndexPlanSizes; ++j)
+    sizes += !std::exchange(seen[w_.procs[j]], 1);
+  return sizes > kIndexPlanSizes;
+}
+
 void Simulator::make_index() {
   index_.reset();
   groups_.reset();
@@ -91,15 +100,17 @@ void Simulator::make_index() {
   sjbf_picks_.reset();
   ordered_heads_.clear();
   user_groups_.clear();
-  keep_heads_ = policy_ == Policy::kFcfs && groups_.has_value();
+  // The groups' heads in order for the conservative scans that walk them (FCFS's keys never
+  // change; SJBF's only as its users' histories do). EASY picks seldom (LANL-CM5 x0.5: 1 job
+  // in 4; its scans key their candidates): there, moving a user's groups at each completion
+  // cost more (18% of instructions) than the picks it saves, and so does SjbfPicks' upkeep
+  // (CPU time, LANL-CM5 x0.5 1.57M -> 1.24M jobs/s, x0.25 1.19M -> 1.05M, the store's first 1M
+  // jobs 0.53M-0.59M -> 0.50M).
+  keep_heads_ = groups_ && backfill_ == Backfill::kConservative &&
+                (policy_ == Policy::kFcfs || policy_ == Policy::kSjbf);
   if (policy_ != Policy::kSjbf) return;
   for (size_t g = 0; g < groups_->size(); ++g)
     group_users_.push_back(predictions_->history().user_index(groups_->first_of(g)));
-  // EASY picks seldom (LANL-CM5 x0.5: 1 job in 4; its scans key their candidates): there, moving
-  // a user's groups at each completion cost more (18% of instructions) than the picks it saves,
-  // and so does SjbfPicks' upkeep (CPU time, LANL-CM5 x0.5 1.57M -> 1.24M jobs/s, x0.25 1.19M
-  // -> 1.05M, the store's first 1M jobs 0.53M-0.59M -> 0.50M).
-  keep_heads_ = backfill_ == Backfill::kConservative;
   const int32_t users =
       group_users_.empty() ? 0 : *std::max_element(group_users_.begin(), group_users_.end()) + 1;
   if (backfill_ == Backfill::kNone) sjbf_picks_.emplace(users);

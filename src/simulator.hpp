@@ -157,10 +157,7 @@ class Simulator {
   // (181) 117k -> 167k, 25k -> 44k, 19k -> 25k; the store (965; first 20,000 / 100,000 jobs)
   // 34k -> 152k, 3.3k -> 62k.
   static constexpr size_t kIndexPlanSizes = 16;
-  bool fcfs_plans_by_groups() const {
-    return policy_ == Policy::kFcfs && index_scans() == WaitingIndex::Scans::kConservative &&
-           window_sizes_ > kIndexPlanSizes;
-  }
+  bool fcfs_plans_by_groups() const;
   // The scans that use index_: EASY's and conservative's on requests, but not an agent's.
   WaitingIndex::Scans index_scans() const {
     if (agent_backfill_ || estimate_ == Estimate::kPredicted) return WaitingIndex::Scans::kNone;
@@ -194,10 +191,6 @@ class Simulator {
   using Keyed = std::pair<double, int32_t>;  // (rank key, job)
   // Inline: an EASY scan keys and compares every candidate (scan_candidates).
   Keyed keyed(int32_t job) const { return keyed(job, w_.submit[job], cached_[job - begin_]); }
-  // Group g's oldest waiting job `job` as ordered_heads_ holds it.
-  Keyed head(size_t g, int32_t job) const {
-    return policy_ == Policy::kSjbf ? Keyed{sjbf_keys_[g], job} : keyed(job);
-  }
   // The same from the job's submit time and cached_ value, as a group keeps them.
   Keyed keyed(int32_t job, double submit, double cached) const {
     switch (policy_) {
@@ -208,6 +201,10 @@ class Simulator {
       default:
         return {priority(job), job};
     }
+  }
+  // Group g's oldest waiting job `job` as ordered_heads_ holds it.
+  Keyed head(size_t g, int32_t job) const {
+    return policy_ == Policy::kSjbf ? Keyed{sjbf_keys_[g], job} : keyed(job);
   }
   // Whether keyed job a comes before b in policy order: by the score where the keys are close.
   bool before(const Keyed& a, const Keyed& b) const {
@@ -343,7 +340,6 @@ class Simulator {
   // 1,667 whole plans; from 1/2 to 1/3 WFP3 -10%, UNICEP -16%, SJBF -9%; on KTH-SP2 at x1,
   // x0.5, x0.25 and lublin_256 at x1, x0.5: FCFS within 0.4%, WFP3 2% to 11% fewer).
   double near_width_ = 0, longest_request_ = 0;
-  size_t window_sizes_ = 0;  // the window's distinct procs
   // A size's free-procs runs (Profile::runs) as of profile_.changes() == changes, exact_until_
   // == until and whether the procs fitted free_ (fresh_runs()).
   struct ProcsRuns {
