@@ -1,6 +1,7 @@
 #include "env.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -15,8 +16,52 @@ namespace ddppo {
 
 namespace {
 // A time on the log scale of the observation's log features: 10^kLogDecades s maps to 1.
-float log_time(double t) {
+float exact_log_time(double t) {
   return static_cast<float>(std::min(std::log10(1.0 + t) / kLogDecades, 1.0));
+}
+
+// log_time() writes x = 1 + t as 2^k z, z in [0.6875, 1.375), and splits that range into 128
+// intervals by the 7 bits of x's mantissa after those of kFromBits; each holds 1 / c and
+// log(c) for its middle c.
+constexpr uint64_t kFromBits = 0x3fe6000000000000;  // 0.6875
+struct LogInterval {
+  double inverse, log;
+};
+const std::array<LogInterval, 128> kLogIntervals = [] {
+  std::array<LogInterval, 128> intervals{};
+  for (uint64_t i = 0; i < intervals.size(); ++i) {
+    const uint64_t first = kFromBits + (i << 45), last = first + (uint64_t{1} << 45) - 1;
+    double a, b;  // the interval's first and last z
+    std::memcpy(&a, &first, sizeof a), std::memcpy(&b, &last, sizeof b);
+    intervals[i] = {2 / (a + b), std::log((a + b) / 2)};
+  }
+  return intervals;
+}();
+
+// exact_log_time(t), bit for bit, mostly without glibc's log10, which took a tenth of the
+// environment's step at submit x 0.5 (issue 17): for 1 + t >= 2, log(c) plus a polynomial in
+// r = z / c - 1 (|r| < 0.004) is within 1e-15 of log(1 + t), relative (9e-16 at worst over 20
+// million x), and glibc's log10 within 2 ulp of log10, so where a band of 1e-11 around the
+// value rounds to one float, that float is exact_log_time()'s; elsewhere (about 1 call in
+// 3,000) and for times under 1 s, exact_log_time() decides.
+float log_time(double t) {
+  const double x = 1.0 + t;
+  if (!(x >= 2.0 && x <= std::numeric_limits<double>::max())) return exact_log_time(t);
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const uint64_t from = bits - kFromBits, z_bits = bits - (from & (uint64_t{0xfff} << 52));
+  const LogInterval& in = kLogIntervals[(from >> 45) & 127];
+  double z;
+  std::memcpy(&z, &z_bits, sizeof z);
+  // Products, not quotients: a division's latency would be most of the time here.
+  const double r = z * in.inverse - 1, r2 = r * r;
+  const double log1p_r = r - r2 * (0.5 - r * (1.0 / 3)) + r2 * r2 * (r * 0.2 - 0.25);
+  const int k = static_cast<int>(static_cast<int64_t>(from) >> 52);
+  const double v =
+      (k * 0.6931471805599453 + in.log + log1p_r) * (1 / (2.302585092994046 * kLogDecades));
+  const float low = static_cast<float>(std::min(v * (1 - 1e-11), 1.0));
+  const float high = static_cast<float>(std::min(v * (1 + 1e-11), 1.0));
+  return low == high ? low : exact_log_time(t);
 }
 }  // namespace
 

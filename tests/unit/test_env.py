@@ -1,10 +1,13 @@
 """The RL environment: exact against the simulator, observations, rewards, Gymnasium API."""
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reference_sim import Job
 from simhelpers import trace_of
 
@@ -82,6 +85,36 @@ def test_observation_features_by_hand():
     assert [jobs[k][10] for k in range(3)] == pytest.approx([0, 1 / 3, 2 / 3])
     # Cluster: 1 of 4 procs free; job 1 has 190 s of its 200 s request left on 3 procs.
     assert cluster.tolist() == pytest.approx([0.25, 3 * 190 / (4 * half_day), 1.0])
+
+
+def request_log_features(requests) -> list[float]:
+    """Feature 7 (the request's log) of jobs of these requests, from the C++ core: at t = 0
+    every job waits and is visible."""
+    jobs = [Job(k + 1, 0, 1, 1, float(r)) for k, r in enumerate(requests)]
+    n = len(jobs)
+    env = VecSchedulingEnv(trace_of(jobs, 1), 1, window_jobs=n, max_queue=n, backfill="none")
+    obs, _ = env.reset()
+    return obs["jobs"][0, :, 7].tolist()
+
+
+def glibc_log_features(requests) -> list[float]:
+    """The float advise computes (and docs/environment.md defines) with math.log10."""
+    return [float(np.float32(min(math.log10(1.0 + r) / 6, 1.0))) for r in requests]
+
+
+# The C++ core's log features skip log10 where a close estimate decides the float (src/env.cpp,
+# log_time): they must still be glibc's log10 bit for bit.
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0, 1e13, allow_subnormal=False), min_size=1, max_size=32))
+def test_log_features_are_log10_bit_for_bit_at_the_edges(requests):
+    assert request_log_features(requests) == glibc_log_features(requests)
+
+
+def test_log_features_are_log10_bit_for_bit_over_every_decade():
+    # 20,000 times from 1 ms to 30 years, log-uniform, half of them whole seconds.
+    times = 10 ** np.random.default_rng(0).uniform(-3, 9, 20_000)
+    times[::2] = np.floor(times[::2])
+    assert request_log_features(times) == glibc_log_features(times.tolist())
 
 
 def test_a_job_without_a_user_is_a_user_of_its_own():
