@@ -616,11 +616,15 @@ void BatchEnv::write_ranks(Env& e, Policy p, float* jobs, size_t column) const {
                                return e.window[x.second - e.begin].observed != e.observations;
                              }),
               order.end());
-  if (p != Policy::kF1 && p != Policy::kSjf)
+  const bool moved = p != Policy::kF1 && p != Policy::kSjf;  // keys that move with time
+  if (moved)
     for (Ranked& x : order) x.first = score_at(e, p, x.second);
   const size_t kept = order.size();
   for (size_t k = kept; k < visible; ++k) order.emplace_back(score_at(e, p, queue[k]), queue[k]);
-  sort_nearly_sorted(order.begin(), order.begin() + kept, order.end());
+  if (moved)
+    sort_nearly_sorted(order.begin(), order.begin() + kept, order.end());
+  else
+    merge_new(order.begin(), order.begin() + kept, order.end());
   for (size_t r = 0; r < visible; ++r)
     jobs[e.window[order[r].second - e.begin].slot * F + column] =
         static_cast<float>(r) / static_cast<float>(config_.max_queue);

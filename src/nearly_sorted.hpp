@@ -27,16 +27,27 @@ bool insertion_sort(It first, It last, size_t moves) {
   return true;
 }
 
-// Sorts [first, last), whose [first, middle) was sorted a moment ago and has changed a little
-// (a kept order whose keys moved) and whose [middle, last) is new: the kept part by insertion
-// while that stays nearly linear (else by std::sort), the new part by std::sort, then one
-// merge. Inserting the new elements one by one moved half the kept order for each.
+// Sorts [first, last), whose [first, middle) is sorted and whose [middle, last) is new: the
+// new part by std::sort, then one merge; one or two new elements (an observation's new jobs,
+// mostly) are inserted each where it goes, without the merge's buffer. Inserting many one by
+// one moved half the kept order for each.
+template <typename It>
+void merge_new(It first, It middle, It last) {
+  if (last - middle > 2) {
+    std::sort(middle, last);
+    return std::inplace_merge(first, middle, last);
+  }
+  for (It it = middle; it != last; ++it) std::rotate(std::upper_bound(first, it, *it), it, it + 1);
+}
+
+// merge_new() where [first, middle) was sorted a moment ago and has changed a little (a kept
+// order whose keys moved): that part is sorted again first, by insertion while that stays
+// nearly linear, else by std::sort.
 template <typename It>
 void sort_nearly_sorted(It first, It middle, It last) {
   if (!insertion_sort(first, middle, 4 * static_cast<size_t>(middle - first) + 64))
     std::sort(first, middle);
-  std::sort(middle, last);
-  std::inplace_merge(first, middle, last);
+  merge_new(first, middle, last);
 }
 
 }  // namespace ddppo
