@@ -360,8 +360,7 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     e.queued_work[c.user] += c.work;
   }
   for (size_t k = 0; k < visible; ++k) {
-    int32_t j = queue[k];
-    WindowJob& c = e.window[j - e.begin];
+    WindowJob& c = e.window[queue[k] - e.begin];
     c.slot = static_cast<int32_t>(k), c.observed = e.observations;
     float* f = rows + k * F;
     f[0] = static_cast<float>(std::min((now - c.submit) / kTimeScale, 1.0));
@@ -375,7 +374,13 @@ void BatchEnv::observe(Env& e, size_t i, Outputs out) const {
     if (c.instant != e.instants) c.instant = e.instants, c.log_wait = log_time(now - c.submit);
     f[8] = c.log_wait;
     f[9] = c.log_procs;
-    if (!config_.order_actions) mask[k] = !s.backfilling() || s.backfill_allows(j);
+  }
+  // Every visible job may be picked; at a backfill decision, those the backfill allows.
+  if (!config_.order_actions) {
+    if (!s.backfilling())
+      std::memset(mask, 1, visible);
+    else
+      for (size_t k = 0; k < visible; ++k) mask[k] = s.backfill_allows(queue[k]);
   }
   // Feature 10: the job's rank under F1 (Carastan-Neto and de Camargo, 2017), a score fitted
   // to Lublin-model workloads and the strongest of the classic heuristics there: a prior
