@@ -28,16 +28,12 @@ bool insertion_sort(It first, It last, size_t moves) {
 }
 
 // Sorts [first, last), whose [first, middle) is sorted and whose [middle, last) is new: the
-// new part by std::sort, then one merge; one or two new elements (an observation's new jobs,
-// mostly) are inserted each where it goes, without the merge's buffer. Inserting many one by
-// one moved half the kept order for each.
+// new part by std::sort, then one merge (inserting them one by one moved half the kept order
+// for each).
 template <typename It>
 void merge_new(It first, It middle, It last) {
-  if (last - middle > 2) {
-    std::sort(middle, last);
-    return std::inplace_merge(first, middle, last);
-  }
-  for (It it = middle; it != last; ++it) std::rotate(std::upper_bound(first, it, *it), it, it + 1);
+  std::sort(middle, last);
+  std::inplace_merge(first, middle, last);
 }
 
 // merge_new() where [first, middle) was sorted a moment ago and has changed a little (a kept
