@@ -236,6 +236,7 @@ class Simulator {
   int32_t waiting_fitting() const;
   bool can_start_now(int32_t job) const;
   bool can_start_now(int32_t procs, double duration) const;
+  bool before_left_out(double duration) const;
   void unplan_starts();
   void start_planned();
   // What backfilling takes as the job's runtime if it started now: request or prediction.

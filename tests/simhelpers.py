@@ -33,10 +33,12 @@ def trace_of(jobs: list[Job], machine_procs: int) -> Trace:
     )
 
 
-def cpp_starts(jobs: list[Job], machine_procs: int, policy: str, backfill: str) -> dict:
+def cpp_starts(
+    jobs: list[Job], machine_procs: int, policy: str, backfill: str, estimate: str = "request"
+) -> dict:
     """The C++ simulator's start time of each job, by id (the reference's format)."""
     trace = trace_of(jobs, machine_procs)
-    result = simulate(trace, policy, backfill)
+    result = simulate(trace, policy, backfill, estimate=estimate)
     return dict(zip(trace.id.tolist(), result.start_time.tolist()))
 
 
