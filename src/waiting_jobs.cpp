@@ -57,9 +57,9 @@ void Simulator::sjbf_rekey(int32_t u) {
   for (uint32_t g : user_groups_[u]) {
     const double key = sjbf_score_of(g);
     if (key == sjbf_keys_[g]) continue;
-    auto head = ordered_heads_.extract({sjbf_keys_[g], groups_->oldest_of(g)});
-    head.value().first = sjbf_keys_[g] = key;
-    ordered_heads_.insert(std::move(head));
+    auto node = ordered_heads_.extract(head(g, groups_->oldest_of(g)));
+    node.value().first = sjbf_keys_[g] = key;
+    ordered_heads_.insert(std::move(node));
   }
 }
 
