@@ -5,6 +5,7 @@ under heavy load, where the queue grows long.
     python bench/sim_throughput.py [--traces ../shared/traces] [--window 2000] [--repeat 3]
         [--scales 0.5,0.25] [--limit 60] [--store-jobs 11500000]
         [--tables native,heavy,store] [--policies fcfs,...] [--backfills none,easy,...]
+        [--estimate request|predicted]
 
 Prints tables and asserts nothing about time. "C++ jobs/s" is the best of --repeat runs
 over the whole cleaned trace (parsing excluded), on one core, in the CPU time of the thread
@@ -22,13 +23,15 @@ takes over --limit seconds. Then a synthetic store of --store-jobs jobs (`data g
 1,024 procs; the time it took is printed) with its submit times scaled to offered load 1.2, so
 that the queue keeps growing: the same rows (one whole run each: 5-80 s), conservative on the
 first --window jobs only. --tables, --policies
-and --backfills select tables and rows (default: all).
+and --backfills select tables and rows (default: all). --estimate predicted: backfilling on
+EASY++ runtime predictions instead of the users' requests, in both implementations.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import signal
 import sys
@@ -48,7 +51,7 @@ from simhelpers import jobs_of  # noqa: E402
 from ddppo_hpc.args import names  # noqa: E402
 from ddppo_hpc.data import Trace, convert, read_swf  # noqa: E402
 from ddppo_hpc.data.store import TraceStore  # noqa: E402
-from ddppo_hpc.sim import BACKFILLS, POLICIES, simulate  # noqa: E402
+from ddppo_hpc.sim import BACKFILLS, ESTIMATES, POLICIES, simulate  # noqa: E402
 
 TRACES = ("lublin_256.swf.gz", "LANL-CM5-1994-4.1-cln.swf.gz")
 HEAVY = "LANL-CM5-1994-4.1-cln.swf.gz"
@@ -69,11 +72,13 @@ def best_of(repeat: int, fn, *args) -> float:
     return min(times)
 
 
-def bench_row(trace: Trace, jobs: list[Job], policy: str, backfill: str, repeat: int) -> str:
-    full = best_of(repeat, simulate, trace, policy, backfill)
+def bench_row(trace: Trace, jobs: list[Job], policy: str, backfill: str, args) -> str:
+    run = functools.partial(simulate, estimate=args.estimate)
+    full = best_of(args.repeat, run, trace, policy, backfill)
     n = len(jobs)
-    cpp = full if n == len(trace) else best_of(repeat, simulate, trace, policy, backfill, 0, n)
-    py = best_of(1, simulate_py, jobs, trace.machine_procs, policy, backfill)
+    cpp = full if n == len(trace) else best_of(args.repeat, run, trace, policy, backfill, 0, n)
+    run_reference = functools.partial(simulate_py, estimate=args.estimate)
+    py = best_of(1, run_reference, jobs, trace.machine_procs, policy, backfill)
     name = Path(trace.source).name.split("-")[0].split(".")[0]
     return (
         f"{name:<12}{policy:<8}{backfill:<14}{len(trace) / full:>14,.0f}"
@@ -115,10 +120,12 @@ def seconds_within(limit: float, fn, *args) -> float | None:
 def heavy_row(trace: Trace, label: str, policy: str, backfill: str, args, whole: int) -> str:
     """The C++ core on the whole trace (the best of `whole` runs; none where 0) and on its first
     --window jobs, beside the reference on those."""
-    full = len(trace) / best_of(whole, simulate, trace, policy, backfill) if whole else None
+    run = functools.partial(simulate, estimate=args.estimate)
+    full = len(trace) / best_of(whole, run, trace, policy, backfill) if whole else None
     n = min(args.window, len(trace))
-    cpp = best_of(args.repeat, simulate, trace, policy, backfill, 0, n)
-    py = seconds_within(args.limit, simulate_py, jobs_of(trace, 0, n), trace.machine_procs,
+    cpp = best_of(args.repeat, run, trace, policy, backfill, 0, n)
+    run_reference = functools.partial(simulate_py, estimate=args.estimate)
+    py = seconds_within(args.limit, run_reference, jobs_of(trace, 0, n), trace.machine_procs,
                         policy, backfill)  # fmt: skip
     reference = (
         f"{n / py:>12,.0f}{py / cpp:>9,.0f}x" if py else f"{'> ' + str(args.limit) + ' s':>12}"
@@ -153,6 +160,8 @@ def main() -> int:
     p.add_argument("--tables", type=names(TABLES), default=list(TABLES), help="tables to print")
     p.add_argument("--policies", type=names(POLICIES), default=list(POLICIES), help="rows")
     p.add_argument("--backfills", type=names(BACKFILLS), default=list(BACKFILLS), help="rows")
+    p.add_argument("--estimate", choices=ESTIMATES, default="request",
+                   help="what backfilling takes as runtimes (default: request)")  # fmt: skip
     args = p.parse_args()
     rows = [(policy, backfill) for policy in args.policies for backfill in args.backfills]
     if hasattr(os, "sched_setaffinity"):
@@ -168,7 +177,7 @@ def main() -> int:
             everything = jobs_of(trace)
             for policy, backfill in rows:
                 jobs = everything[: args.window] if backfill == "conservative" else everything
-                print(bench_row(trace, jobs, policy, backfill, args.repeat), flush=True)
+                print(bench_row(trace, jobs, policy, backfill, args), flush=True)
     if "heavy" in args.tables:
         print(f"\nheavy load: {HEAVY}, submit times scaled\n{header}")
         native = read_swf(Path(args.traces) / HEAVY)

@@ -11,11 +11,7 @@ namespace ddppo {
 // jobs ended at their estimates; `extra` procs are free at S beyond what H needs.
 void Simulator::easy_scan() {
   Shadow s = easy_shadow();
-  if (estimate_ == Estimate::kPredicted) {
-    scan_queue(s);
-    return;
-  }
-  if (easy_holds(s)) return;
+  if (estimate_ == Estimate::kRequest && easy_holds(s)) return;
   if (static_order())
     scan_in_rank_order(s);
   else
@@ -85,10 +81,15 @@ void Simulator::scan_in_rank_order(Shadow& s) {
 // order of the exact scores, so its first among those is the first of all.
 void Simulator::scan_candidates(Shadow& s) {
   candidates_.clear();
-  groups_->each_oldest_fitting(free_, s.extra, now_, s.time,
-                               [&](int32_t j, double submit, double cached) {
-                                 candidates_.push_back(keyed(j, submit, cached));
-                               });
+  auto candidate = [&](int32_t j, double submit, double cached) {
+    candidates_.push_back(keyed(j, submit, cached));
+  };
+  if (estimate_ == Estimate::kPredicted)
+    groups_->each_oldest_fitting(free_, s.extra, now_, s.time, candidate, [&](size_t g) {
+      return predictions_->predict_for(group_users_[g], groups_->request_of(g));
+    });
+  else
+    groups_->each_oldest_fitting(free_, s.extra, now_, s.time, candidate);
   // A local view: the loops then keep the array and its length in registers.
   Keyed* c = candidates_.data();
   size_t n = candidates_.size();
@@ -135,24 +136,6 @@ void Simulator::scan_candidates(Shadow& s) {
       --n;
     }
   }
-}
-
-// With predicted estimates, which change while jobs wait, no index of them. Free procs only
-// fall during a scan: only the jobs that fit now matter, taken in rank order from the index
-// (FCFS, SJF, F1) or from the queue and sorted.
-void Simulator::scan_queue(Shadow& s) {
-  if (static_order()) {
-    for (size_t r = index_->fitting_from(0, free_); r < index_->size();
-         r = index_->fitting_from(r + 1, free_))
-      if (const int32_t j = index_->at(r); admit(j, s)) start(j);
-    return;
-  }
-  std::vector<int32_t> order;
-  for (int32_t j : queue_)
-    if (w_.procs[j] <= free_ && !left(j)) order.push_back(j);
-  sort_by_policy(order);
-  for (int32_t j : order)
-    if (w_.procs[j] <= free_ && admit(j, s)) start(j);
 }
 
 }  // namespace ddppo

@@ -42,6 +42,9 @@ class UserHistory {
     return std::min(users_[u].mean, request);
   }
   int32_t user_index(int32_t job) const { return user_[job - begin_]; }
+  // Per job of the window, its user_index(); how many users there are.
+  const std::vector<int32_t>& user_indexes() const { return user_; }
+  size_t users() const { return users_.size(); }
   // The completed jobs that predict(job) averages: how many (0 to 2), and the i-th most
   // recent of them (i < recent_count(job)).
   int recent_count(int32_t job) const {

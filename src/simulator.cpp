@@ -89,13 +89,15 @@ void Simulator::make_index() {
   index_.reset();
   groups_.reset();
   const bool grouped = !static_order() || fcfs_plans_by_groups();
+  const bool predicted = estimate_ == Estimate::kPredicted;
   if (static_order())
     index_.emplace(w_.procs, w_.requested_time, begin_, end_,
                    policy_ == Policy::kFcfs ? nullptr : cached_.data(),
-                   grouped ? WaitingIndex::Scans::kNone : index_scans());
+                   grouped ? WaitingIndex::Scans::kNone : index_scans(),
+                   predicted ? predictions_->history().user_indexes().data() : nullptr);
   if (grouped)
-    groups_.emplace(policy_ == Policy::kSjbf ? w_.user : nullptr, w_.procs, w_.requested_time,
-                    w_.submit, cached_.data(), begin_, end_);
+    groups_.emplace(groups_by_user() ? w_.user : nullptr, w_.procs, w_.requested_time, w_.submit,
+                    cached_.data(), begin_, end_);
   group_users_.clear();
   sjbf_picks_.reset();
   ordered_heads_.clear();
@@ -108,9 +110,13 @@ void Simulator::make_index() {
   // jobs 0.53M-0.59M -> 0.50M).
   keep_heads_ = groups_ && backfill_ == Backfill::kConservative &&
                 (policy_ == Policy::kFcfs || policy_ == Policy::kSjbf);
+  if (index_ && predicted)
+    for (size_t u = 0; u < predictions_->history().users(); ++u)
+      index_->user_mean(static_cast<int32_t>(u), user_mean(static_cast<int32_t>(u)));
+  if (groups_ && groups_by_user())
+    for (size_t g = 0; g < groups_->size(); ++g)
+      group_users_.push_back(predictions_->history().user_index(groups_->first_of(g)));
   if (policy_ != Policy::kSjbf) return;
-  for (size_t g = 0; g < groups_->size(); ++g)
-    group_users_.push_back(predictions_->history().user_index(groups_->first_of(g)));
   const int32_t users =
       group_users_.empty() ? 0 : *std::max_element(group_users_.begin(), group_users_.end()) + 1;
   if (backfill_ == Backfill::kNone) sjbf_picks_.emplace(users);
@@ -306,6 +312,8 @@ void Simulator::apply_events() {
     if (predictions_) predictions_->end(job, started, end);
   }
   if (!predictions_) return;
+  if (index_ && estimate_ == Estimate::kPredicted)
+    for (int32_t u : predictions_->changed_users()) index_->user_mean(u, user_mean(u));
   if (keep_heads_ && policy_ == Policy::kSjbf)
     for (int32_t u : predictions_->changed_users()) sjbf_rekey(u);
   if (sjbf_picks_)
@@ -331,13 +339,6 @@ void Simulator::backfill_scan() {
   else
     conservative_scan();
   stale_ += started_ - started_before;
-  // Only an EASY scan on predictions in a time-dependent order walks queue_ itself (every
-  // other reader compacts it through waiting()): for it, queue_ is compacted once an eighth of
-  // it is stale (O(1) a job). A run's other scans leave it: on the 11.5M-job store, F1 + EASY
-  // spent 8% of its time compacting a queue of millions that nothing read.
-  if (backfill_ == Backfill::kEasy && estimate_ == Estimate::kPredicted && !static_order() &&
-      8 * stale_ > queue_.size())
-    waiting();
 }
 
 // The policy's sort key at now; ties go by (submit, id), which is index order.

@@ -144,7 +144,6 @@ class Simulator {
   }
   void scan_in_rank_order(Shadow& s);
   void scan_candidates(Shadow& s);
-  void scan_queue(Shadow& s);
   bool static_order() const {
     return policy_ == Policy::kFcfs || policy_ == Policy::kSjf || policy_ == Policy::kF1;
   }
@@ -158,12 +157,18 @@ class Simulator {
   // 34k -> 152k, 3.3k -> 62k.
   static constexpr size_t kIndexPlanSizes = 16;
   bool fcfs_plans_by_groups() const;
-  // The scans that use index_: EASY's and conservative's on requests, but not an agent's.
+  // The scans that use index_: EASY's, conservative's on requests, but not an agent's.
   WaitingIndex::Scans index_scans() const {
-    if (agent_backfill_ || estimate_ == Estimate::kPredicted) return WaitingIndex::Scans::kNone;
+    if (agent_backfill_) return WaitingIndex::Scans::kNone;
     if (backfill_ == Backfill::kEasy) return WaitingIndex::Scans::kEasy;
-    if (backfill_ == Backfill::kConservative) return WaitingIndex::Scans::kConservative;
+    if (backfill_ == Backfill::kConservative && estimate_ == Estimate::kRequest)
+      return WaitingIndex::Scans::kConservative;
     return WaitingIndex::Scans::kNone;
+  }
+  // Whether EASY scans on predictions take groups of one user (their jobs one prediction).
+  bool groups_by_user() const {
+    return policy_ == Policy::kSjbf ||
+           (estimate_ == Estimate::kPredicted && index_scans() == WaitingIndex::Scans::kEasy);
   }
   void conservative_scan();
   struct RankedOrder;
@@ -248,10 +253,14 @@ class Simulator {
   double sjbf_score_of(size_t g) const {
     return at_least_tenth(predictions_->predict_for(group_users_[g], groups_->request_of(g)));
   }
+  // User u's mean runtime, infinite without history.
+  double user_mean(int32_t u) const {
+    return predictions_->predict_for(u, std::numeric_limits<double>::infinity());
+  }
   // SJBF's capped score of user u (SjbfPicks), infinite without history or user.
   double sjbf_capped(int32_t u) const {
     constexpr double kInf = std::numeric_limits<double>::infinity();
-    return u < 0 ? kInf : at_least_tenth(predictions_->predict_for(u, kInf));
+    return u < 0 ? kInf : at_least_tenth(user_mean(u));
   }
   // The running jobs with their estimated ends (max(., now) gives them at now), by that end.
   const std::vector<Running>& estimated_ends() {
@@ -279,7 +288,7 @@ class Simulator {
   std::optional<WaitingIndex> index_;  // FCFS, SJF and F1's, for picks and EASY scans
   // WFP3, UNICEP and SJBF's, for picks and EASY scans; FCFS's conservative scans' on many sizes
   std::optional<WaitingGroups> groups_;
-  std::vector<int32_t> group_users_;     // SJBF: per group of groups_, its user_index()
+  std::vector<int32_t> group_users_;     // groups_by_user(): per group, its user_index()
   std::optional<SjbfPicks> sjbf_picks_;  // SJBF without backfilling: its picks
   // SJBF with conservative backfilling: the oldest job of every group with waiting jobs, keyed
   // by the group's prediction, in order. A prediction changes only as its user's history does

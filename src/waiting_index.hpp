@@ -150,7 +150,9 @@ class MinTree {
 // tree over its jobs holds their procs). Of the two, an EASY index keeps the request classes
 // where there are fewer requests than sizes overall (a synthetic store has ~1,000 sizes and 10
 // requests; LANL-CM5 6 sizes and 1,521 requests), else the size classes. Conservative scans
-// search the size classes.
+// search the size classes. An EASY scan on EASY++ predictions also starts jobs whose request
+// runs past the shadow time but whose user's mean runtime does not: per user, a tree over its
+// jobs in rank order holds their procs.
 class WaitingIndex {
  public:
   // How many ranks ahead the build fetches a job's place and columns.
@@ -158,8 +160,10 @@ class WaitingIndex {
   // The classes each kind of scan needs; picks need none.
   enum class Scans { kNone, kEasy, kConservative };
   // Jobs begin .. end-1 ranked by (keys[j - begin], j); FCFS (rank = index) without keys.
+  // `users` (per job of the window, its user's index, -1 if unknown) for EASY scans on
+  // predictions, else null.
   WaitingIndex(const int32_t* procs, const double* request, size_t begin, size_t end,
-               const double* keys, Scans scans)
+               const double* keys, Scans scans, const int32_t* users = nullptr)
       : procs_(procs),
         request_(request),
         begin_(begin),
@@ -177,6 +181,15 @@ class WaitingIndex {
     if (requested) sized = false, sizes_ = {};
     if (sized) sizes_.make_room(procs + begin, n);
     if (requested) requests_.make_room(request + begin, n);
+    if (users && scans == Scans::kEasy) {
+      // Jobs of unknown users, never predicted below their request, in a class of their own
+      // that no scan asks for.
+      const int32_t unknown = n ? *std::max_element(users, users + n) + 1 : 0;
+      user_class_.resize(n);
+      for (size_t i = 0; i < n; ++i) user_class_[i] = users[i] < 0 ? unknown : users[i];
+      users_.classify(user_class_.data(), n, any);
+      users_.make_room(user_class_.data(), n);
+    }
     // By rank, with the places of jobs some ranks on fetched ahead: they lie all over the
     // window (on the 11.5M-job store, a cache miss each).
     for (size_t r = 0; r < n; ++r) {
@@ -191,9 +204,21 @@ class WaitingIndex {
       at.rank = static_cast<int32_t>(r);
       if (sized) at.size_slot = sizes_.join(procs[j], at.rank);
       if (requested) at.request_slot = requests_.join(request[j], at.rank);
+      if (!user_class_.empty()) at.user_slot = users_.join(user_class_[j - begin], at.rank);
     }
     sizes_.plant();
     requests_.plant();
+    users_.plant();
+    means_ = MinTree<double>(users_.keys.size());
+    mean_.assign(users_.keys.size(), MinTree<double>::kUnset);
+  }
+  // User u's mean runtime, EASY++'s prediction for its jobs of longer requests, is now `mean`
+  // (kUnset without history); kept where built with users.
+  void user_mean(int32_t u, double mean) {
+    if (user_class_.empty()) return;
+    const size_t c = users_.class_of(u);
+    mean_[c] = mean;
+    if (users_.trees[c].min() != MinTree<int32_t>::kUnset) means_.set(c, mean);
   }
 
   void add(int32_t j) {
@@ -201,6 +226,11 @@ class WaitingIndex {
     waiting_.set(at.rank, procs_[j]);
     sizes_.set(procs_[j], at.size_slot, request_[j]);
     requests_.set(request_[j], at.request_slot, procs_[j]);
+    if (!user_class_.empty()) {
+      const size_t c = users_.class_of(user_class_[j - begin_]);
+      if (users_.trees[c].min() == MinTree<int32_t>::kUnset) means_.set(c, mean_[c]);
+      users_.trees[c].set(at.user_slot, procs_[j]);
+    }
   }
   // Brings what add(j) writes into the cache: jobs arrive in index order, so the simulator
   // asks this for a job some arrivals ahead (on the 11.5M-job store under F1 the slots of a
@@ -210,22 +240,32 @@ class WaitingIndex {
     waiting_.prefetch(at.rank);
     sizes_.prefetch(procs_[j], at.size_slot);
     requests_.prefetch(request_[j], at.request_slot);
+    if (!user_class_.empty()) users_.prefetch(user_class_[j - begin_], at.user_slot);
   }
   void remove(int32_t j) {
     const Place& at = places_[j - begin_];
     waiting_.set(at.rank, MinTree<int32_t>::kUnset);
     sizes_.set(procs_[j], at.size_slot, MinTree<double>::kUnset);
     requests_.set(request_[j], at.request_slot, MinTree<int32_t>::kUnset);
+    if (!user_class_.empty()) {
+      const size_t c = users_.class_of(user_class_[j - begin_]);
+      users_.trees[c].set(at.user_slot, MinTree<int32_t>::kUnset);
+      if (users_.trees[c].min() == MinTree<int32_t>::kUnset) means_.set(c, MinTree<double>::kUnset);
+    }
   }
   // The waiting job of lowest rank, -1 if none.
   int32_t first() const { return job_at(waiting_from(0)); }
 
   // For an EASY scan (Scans::kEasy): the waiting job of lowest rank with procs <= free and
-  // either procs <= extra or now + request <= shadow; -1 if none.
+  // either procs <= extra or now + request <= shadow, or, built with users, now + its user's
+  // mean <= shadow (fl(now + x) rises with x, so now + min(mean, request) <= shadow iff now +
+  // mean or now + request is: the users whose waiting jobs all end by the shadow time on
+  // their predictions, searched where a job that fits comes before the others); -1 if none.
   int32_t next(int32_t free, int32_t extra, double now, double shadow) const {
     const int32_t anyway = std::min(free, extra);
     size_t best = fitting_from(0, anyway);
     if (anyway >= free) return job_at(best);
+    auto fits = [&](int32_t p) { return p <= free; };
     auto ends_by = [&](double v) { return v < MinTree<double>::kUnset && now + v <= shadow; };
     if (requests_.keys.empty()) {
       for (size_t c = sizes_.classes_to(anyway), hi = sizes_.classes_to(free); c < hi; ++c)
@@ -234,8 +274,13 @@ class WaitingIndex {
       const size_t ending =
           std::partition_point(requests_.keys.begin(), requests_.keys.end(), ends_by) -
           requests_.keys.begin();
-      auto fits = [&](int32_t p) { return p <= free; };
       for (size_t c = 0; c < ending; ++c) best = std::min(best, first_rank(requests_, c, fits));
+    }
+    if (!user_class_.empty() && fitting_from(0, free) < best) {
+      const size_t users = users_.keys.size();
+      for (size_t c = means_.first_from(0, ends_by); c < users;
+           c = means_.first_from(c + 1, ends_by))
+        best = std::min(best, first_rank(users_, c, fits));
     }
     return job_at(best);
   }
@@ -386,21 +431,28 @@ class WaitingIndex {
   const double* request_;
   size_t begin_ = 0;
   // Per job of the window, side by side (a removal reads them in one cache line): its rank,
-  // its slots in its size and request classes.
+  // its slots in its size, request and user classes.
   struct Place {
-    int32_t rank = 0, size_slot = 0, request_slot = 0;
+    int32_t rank = 0, size_slot = 0, request_slot = 0, user_slot = 0;
   };
   std::vector<int32_t> by_rank_;  // per rank
   std::vector<Place> places_;
   MinTree<int32_t> waiting_;           // per rank: the procs of a waiting job
   Classes<int32_t, double> sizes_;     // by procs: requests
   Classes<double, int32_t> requests_;  // by request: procs
+  Classes<int32_t, int32_t> users_;    // by user: procs
+  std::vector<int32_t> user_class_;    // per job of the window: its key in users_
+  // Per class of users_: its user's mean runtime, and that mean in a tree where it has waiting
+  // jobs (kUnset elsewhere).
+  std::vector<double> mean_;
+  MinTree<double> means_;
 };
 
-// The waiting jobs in groups of equal (user, procs, request), the user only for SJBF: in a
-// group the scores of WFP3 and UNICEP only fall with the wait, SJBF's are equal and FCFS's
-// rise with the index, so (score, index) order within it is index order, and so is the order of an
-// EASY scan, where they pass or fail alike. A pick or a scan need only look at the groups' oldest
+// The waiting jobs in groups of equal (user, procs, request), the user only for SJBF and for
+// EASY on predictions (a group's jobs then have one prediction): in a group the scores of WFP3
+// and UNICEP only fall with the wait, SJBF's are equal and FCFS's rise with the index, so
+// (score, index) order within it is index order, and so is the order of an EASY scan, where
+// they pass or fail alike. A pick or a scan need only look at the groups' oldest
 // waiting jobs, a few hundred where the queue holds tens of thousands.
 class WaitingGroups {
  public:
@@ -519,13 +571,20 @@ class WaitingGroups {
   // walk of the live groups' bits finds them; past those, a walk of the bits of the live
   // groups in the request buckets that may end by the shadow time (on the 11.5M-job store,
   // 10 requests, the live groups past the extra procs were 15 (WFP3) to 45 (UNICEP) times
-  // those that pass).
-  template <typename Visit>
-  void each_oldest_fitting(int32_t free, int32_t extra, double now, double shadow,
-                           Visit visit) const {
+  // those that pass). On EASY++ predictions, with groups of one user and `predicted(group)`
+  // their jobs' prediction: past the extra procs, every live group that fits is tested.
+  template <typename Visit, typename Predicted = std::nullptr_t>
+  void each_oldest_fitting(int32_t free, int32_t extra, double now, double shadow, Visit visit,
+                           Predicted predicted = nullptr) const {
     const size_t to = groups_to(free), anyway = std::min(groups_to(std::min(free, extra)), to);
     auto oldest = [&](size_t k) { visit(oldest_[k], oldest_submit_[k], cached_[k]); };
     each_bit(live_bits_.data(), 0, anyway, oldest);
+    if constexpr (!std::is_null_pointer_v<Predicted>) {
+      each_bit(live_bits_.data(), anyway, to, [&](size_t k) {
+        if (now + predicted(k) <= shadow) oldest(k);
+      });
+      return;
+    }
     // Buckets [0, ending) end by the shadow time; bucket `ending` in part, unless its least
     // request does not either (where a bucket is one request, as on the store, always).
     const size_t ending = std::partition_point(tops_.begin(), tops_.end(),
