@@ -189,9 +189,9 @@ bool Simulator::plan_holds() {
 void Simulator::conservative_scan() {
   constexpr double kWhole = std::numeric_limits<double>::infinity();
   ++scan_;
-  if (index_ && !groups_ && estimate_ == Estimate::kRequest) {
+  if (index_ && !groups_ && index_scans() == WaitingIndex::Scans::kConservative) {
     // FCFS (on at most kIndexPlanSizes sizes): the plan near now, or the whole plan where that
-    // cannot tell what starts (rare).
+    // cannot tell what starts (rare). On predictions, index_ searches the jobs' predictions.
     // SJF and F1 rank short or small jobs first: their last job that can start comes early.
     const bool near = policy_ == Policy::kFcfs &&
                       queue_.size() - stale_ > kNearJobsPerClass * index_->size_classes();

@@ -54,6 +54,7 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
     cached_[j - begin_] = cached_of(j);
   }
   near_width_ = longest_request_ / 3;
+  many_sizes_ = (backfill_ == Backfill::kConservative || any_rule_) && window_has_many_sizes();
   // With rule actions, SJBF may become the order at any decision: its predictions need the
   // whole history.
   if (policy_ == Policy::kSjbf || estimate_ == Estimate::kPredicted || any_rule_)
@@ -74,10 +75,9 @@ double Simulator::cached_of(size_t j) const {
   }
 }
 
-// Whether FCFS's conservative scans plan by groups (simulator.hpp): the window holds more than
-// kIndexPlanSizes sizes, counted only here and only until there are that many.
-bool Simulator::fcfs_plans_by_groups() const {
-  if (policy_ != Policy::kFcfs || index_scans() != WaitingIndex::Scans::kConservative) return false;
+// Whether the window holds more than kIndexPlanSizes sizes, counted only until there are that
+// many.
+bool Simulator::window_has_many_sizes() const {
   std::vector<char> seen(machine_ + 1);
   size_t sizes = 0;
   for (size_t j = begin_; j < end_ && sizes <= kIndexPlanSizes; ++j)

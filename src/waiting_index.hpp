@@ -152,7 +152,9 @@ class MinTree {
 // requests; LANL-CM5 6 sizes and 1,521 requests), else the size classes. Conservative scans
 // search the size classes. An EASY scan on EASY++ predictions also starts jobs whose request
 // runs past the shadow time but whose user's mean runtime does not: per user, a tree over its
-// jobs in rank order holds their procs.
+// jobs in rank order holds their procs. For conservative scans on predictions the size
+// classes' trees hold the jobs' predictions, min(the user's mean, the request), and a change of
+// a user's mean sets those of its waiting jobs again.
 class WaitingIndex {
  public:
   // How many ranks ahead the build fetches a job's place and columns.
@@ -160,7 +162,7 @@ class WaitingIndex {
   // The classes each kind of scan needs; picks need none.
   enum class Scans { kNone, kEasy, kConservative };
   // Jobs begin .. end-1 ranked by (keys[j - begin], j); FCFS (rank = index) without keys.
-  // `users` (per job of the window, its user's index, -1 if unknown) for EASY scans on
+  // `users` (per job of the window, its user's index, -1 if unknown) for scans on
   // predictions, else null.
   WaitingIndex(const int32_t* procs, const double* request, size_t begin, size_t end,
                const double* keys, Scans scans, const int32_t* users = nullptr)
@@ -181,7 +183,8 @@ class WaitingIndex {
     if (requested) sized = false, sizes_ = {};
     if (sized) sizes_.make_room(procs + begin, n);
     if (requested) requests_.make_room(request + begin, n);
-    if (users && scans == Scans::kEasy) {
+    if (users && scans != Scans::kNone) {
+      predicted_ = scans == Scans::kConservative;
       // Jobs of unknown users, never predicted below their request, in a class of their own
       // that no scan asks for.
       const int32_t unknown = n ? *std::max_element(users, users + n) + 1 : 0;
@@ -217,20 +220,32 @@ class WaitingIndex {
   void user_mean(int32_t u, double mean) {
     if (user_class_.empty()) return;
     const size_t c = users_.class_of(u);
-    mean_[c] = mean;
-    if (users_.trees[c].min() != MinTree<int32_t>::kUnset) means_.set(c, mean);
+    const double was = std::exchange(mean_[c], mean);
+    const MinTree<int32_t>& jobs = users_.trees[c];
+    if (jobs.min() == MinTree<int32_t>::kUnset) return;
+    means_.set(c, mean);
+    if (!predicted_) return;
+    // The predictions of its waiting jobs with requests over the lesser mean change.
+    const double below = std::min(was, mean);
+    auto waits = [](int32_t p) { return p < MinTree<int32_t>::kUnset; };
+    const std::vector<int32_t>& ranks = users_.ranks[c];
+    for (size_t s = jobs.first_from(0, waits); s < ranks.size(); s = jobs.first_from(s + 1, waits))
+      if (const int32_t j = by_rank_[ranks[s]]; request_[j] > below)
+        sizes_.set(procs_[j], places_[j - begin_].size_slot, std::min(mean, request_[j]));
   }
 
   void add(int32_t j) {
     const Place& at = places_[j - begin_];
     waiting_.set(at.rank, procs_[j]);
-    sizes_.set(procs_[j], at.size_slot, request_[j]);
-    requests_.set(request_[j], at.request_slot, procs_[j]);
+    double estimate = request_[j];
     if (!user_class_.empty()) {
       const size_t c = users_.class_of(user_class_[j - begin_]);
       if (users_.trees[c].min() == MinTree<int32_t>::kUnset) means_.set(c, mean_[c]);
       users_.trees[c].set(at.user_slot, procs_[j]);
+      if (predicted_) estimate = std::min(mean_[c], estimate);
     }
+    sizes_.set(procs_[j], at.size_slot, estimate);
+    requests_.set(request_[j], at.request_slot, procs_[j]);
   }
   // Brings what add(j) writes into the cache: jobs arrive in index order, so the simulator
   // asks this for a job some arrivals ahead (on the 11.5M-job store under F1 the slots of a
@@ -443,9 +458,10 @@ class WaitingIndex {
   Classes<int32_t, int32_t> users_;    // by user: procs
   std::vector<int32_t> user_class_;    // per job of the window: its key in users_
   // Per class of users_: its user's mean runtime, and that mean in a tree where it has waiting
-  // jobs (kUnset elsewhere).
+  // jobs (kUnset elsewhere). Whether sizes_ holds predictions.
   std::vector<double> mean_;
   MinTree<double> means_;
+  bool predicted_ = false;
 };
 
 // The waiting jobs in groups of equal (user, procs, request), the user only for SJBF and for
