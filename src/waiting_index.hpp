@@ -67,8 +67,9 @@ class MinTree {
   static constexpr T kUnset = std::numeric_limits<T>::has_infinity
                                   ? std::numeric_limits<T>::infinity()
                                   : std::numeric_limits<T>::max();
-  // The smallest value set, kUnset if none.
+  // The smallest value set, kUnset if none; slot's value.
   T min() const { return levels_.back()[0]; }
+  T at(size_t slot) const { return levels_[0][slot]; }
   // Stops where a node's minimum stays as it was: above it nothing changes. A lower value
   // needs no sibling: each node's minimum becomes the lesser of it and the value.
   void set(size_t slot, T value) {
@@ -154,7 +155,7 @@ class MinTree {
 // runs past the shadow time but whose user's mean runtime does not: per user, a tree over its
 // jobs in rank order holds their procs. For conservative scans on predictions the size
 // classes' trees hold the jobs' predictions, min(the user's mean, the request), and a change of
-// a user's mean sets those of its waiting jobs again.
+// a user's mean sets those of its waiting jobs again (per user, a list of them).
 class WaitingIndex {
  public:
   // How many ranks ahead the build fetches a job's place and columns.
@@ -185,13 +186,21 @@ class WaitingIndex {
     if (requested) requests_.make_room(request + begin, n);
     if (users && scans != Scans::kNone) {
       predicted_ = scans == Scans::kConservative;
-      // Jobs of unknown users, never predicted below their request, in a class of their own
-      // that no scan asks for.
+      // Jobs of unknown users, never predicted below their request, as a user of their own
+      // whose mean is never set.
       const int32_t unknown = n ? *std::max_element(users, users + n) + 1 : 0;
       user_class_.resize(n);
       for (size_t i = 0; i < n; ++i) user_class_[i] = users[i] < 0 ? unknown : users[i];
-      users_.classify(user_class_.data(), n, any);
-      users_.make_room(user_class_.data(), n);
+      mean_.assign(unknown + 1, MinTree<double>::kUnset);
+      if (predicted_) {
+        std::vector<size_t> count(unknown + 1);
+        for (size_t i = 0; i < n; ++i) ++count[user_class_[i]];
+        added_.resize(unknown + 1);
+        for (size_t u = 0; u <= size_t(unknown); ++u) added_[u].reserve(count[u]);
+      } else {
+        users_.classify(user_class_.data(), n, any);
+        users_.make_room(user_class_.data(), n);
+      }
     }
     // By rank, with the places of jobs some ranks on fetched ahead: they lie all over the
     // window (on the 11.5M-job store, a cache miss each).
@@ -207,42 +216,49 @@ class WaitingIndex {
       at.rank = static_cast<int32_t>(r);
       if (sized) at.size_slot = sizes_.join(procs[j], at.rank);
       if (requested) at.request_slot = requests_.join(request[j], at.rank);
-      if (!user_class_.empty()) at.user_slot = users_.join(user_class_[j - begin], at.rank);
+      if (!users_.keys.empty()) at.user_slot = users_.join(user_class_[j - begin], at.rank);
     }
     sizes_.plant();
     requests_.plant();
     users_.plant();
     means_ = MinTree<double>(users_.keys.size());
-    mean_.assign(users_.keys.size(), MinTree<double>::kUnset);
   }
   // User u's mean runtime, EASY++'s prediction for its jobs of longer requests, is now `mean`
   // (kUnset without history); kept where built with users.
   void user_mean(int32_t u, double mean) {
     if (user_class_.empty()) return;
-    const size_t c = users_.class_of(u);
-    const double was = std::exchange(mean_[c], mean);
-    const MinTree<int32_t>& jobs = users_.trees[c];
-    if (jobs.min() == MinTree<int32_t>::kUnset) return;
-    means_.set(c, mean);
-    if (!predicted_) return;
-    // The predictions of its waiting jobs with requests over the lesser mean change.
+    const double was = std::exchange(mean_[u], mean);
+    if (!predicted_) {
+      const size_t c = users_.class_of(u);
+      if (users_.trees[c].min() != MinTree<int32_t>::kUnset) means_.set(c, mean);
+      return;
+    }
+    // The predictions of its waiting jobs with requests over the lesser mean change; those
+    // that left go from its list.
+    std::vector<int32_t>& mine = added_[u];
     const double below = std::min(was, mean);
-    auto waits = [](int32_t p) { return p < MinTree<int32_t>::kUnset; };
-    const std::vector<int32_t>& ranks = users_.ranks[c];
-    for (size_t s = jobs.first_from(0, waits); s < ranks.size(); s = jobs.first_from(s + 1, waits))
-      if (const int32_t j = by_rank_[ranks[s]]; request_[j] > below)
-        sizes_.set(procs_[j], places_[j - begin_].size_slot, std::min(mean, request_[j]));
+    size_t kept = 0;
+    for (int32_t j : mine) {
+      const Place& at = places_[j - begin_];
+      if (waiting_.at(at.rank) == MinTree<int32_t>::kUnset) continue;
+      mine[kept++] = j;
+      if (request_[j] > below) sizes_.set(procs_[j], at.size_slot, std::min(mean, request_[j]));
+    }
+    mine.resize(kept);
   }
 
   void add(int32_t j) {
     const Place& at = places_[j - begin_];
     waiting_.set(at.rank, procs_[j]);
     double estimate = request_[j];
-    if (!user_class_.empty()) {
+    if (predicted_) {
+      const int32_t u = user_class_[j - begin_];
+      added_[u].push_back(j);
+      estimate = std::min(mean_[u], estimate);
+    } else if (!users_.keys.empty()) {
       const size_t c = users_.class_of(user_class_[j - begin_]);
       if (users_.trees[c].min() == MinTree<int32_t>::kUnset) means_.set(c, mean_[c]);
       users_.trees[c].set(at.user_slot, procs_[j]);
-      if (predicted_) estimate = std::min(mean_[c], estimate);
     }
     sizes_.set(procs_[j], at.size_slot, estimate);
     requests_.set(request_[j], at.request_slot, procs_[j]);
@@ -255,14 +271,14 @@ class WaitingIndex {
     waiting_.prefetch(at.rank);
     sizes_.prefetch(procs_[j], at.size_slot);
     requests_.prefetch(request_[j], at.request_slot);
-    if (!user_class_.empty()) users_.prefetch(user_class_[j - begin_], at.user_slot);
+    if (!users_.keys.empty()) users_.prefetch(user_class_[j - begin_], at.user_slot);
   }
   void remove(int32_t j) {
     const Place& at = places_[j - begin_];
     waiting_.set(at.rank, MinTree<int32_t>::kUnset);
     sizes_.set(procs_[j], at.size_slot, MinTree<double>::kUnset);
     requests_.set(request_[j], at.request_slot, MinTree<int32_t>::kUnset);
-    if (!user_class_.empty()) {
+    if (!users_.keys.empty()) {
       const size_t c = users_.class_of(user_class_[j - begin_]);
       users_.trees[c].set(at.user_slot, MinTree<int32_t>::kUnset);
       if (users_.trees[c].min() == MinTree<int32_t>::kUnset) means_.set(c, MinTree<double>::kUnset);
@@ -291,7 +307,7 @@ class WaitingIndex {
           requests_.keys.begin();
       for (size_t c = 0; c < ending; ++c) best = std::min(best, first_rank(requests_, c, fits));
     }
-    if (!user_class_.empty() && fitting_from(0, free) < best) {
+    if (!users_.keys.empty() && fitting_from(0, free) < best) {
       const size_t users = users_.keys.size();
       for (size_t c = means_.first_from(0, ends_by); c < users;
            c = means_.first_from(c + 1, ends_by))
@@ -455,13 +471,17 @@ class WaitingIndex {
   MinTree<int32_t> waiting_;           // per rank: the procs of a waiting job
   Classes<int32_t, double> sizes_;     // by procs: requests
   Classes<double, int32_t> requests_;  // by request: procs
-  Classes<int32_t, int32_t> users_;    // by user: procs
-  std::vector<int32_t> user_class_;    // per job of the window: its key in users_
-  // Per class of users_: its user's mean runtime, and that mean in a tree where it has waiting
-  // jobs (kUnset elsewhere). Whether sizes_ holds predictions.
+  // Built with users: per job of the window, its user (unknown users as one more); per user,
+  // its mean runtime. EASY: by user, procs, and the means of the users with waiting jobs in a
+  // tree (kUnset elsewhere). Conservative (predicted_: sizes_ holds predictions): per user, its
+  // jobs added since its mean last changed and those then waiting (a job that leaves never
+  // comes back).
+  std::vector<int32_t> user_class_;
   std::vector<double> mean_;
+  Classes<int32_t, int32_t> users_;
   MinTree<double> means_;
   bool predicted_ = false;
+  std::vector<std::vector<int32_t>> added_;
 };
 
 // The waiting jobs in groups of equal (user, procs, request), the user only for SJBF and for
