@@ -157,10 +157,10 @@ class Simulator {
   // 34k -> 152k, 3.3k -> 62k.
   // On EASY++ predictions, FCFS's, SJF's and F1's conservative scans plan by index only where
   // there are as few sizes, else in a ranked walk of the queue, as the other orders do. jobs/s,
-  // ranked walk -> index, LANL-CM5 (6 sizes): x1 FCFS 458k -> 413k, SJF 1.12M -> 954k, F1
-  // 1.69M -> 1.27M; x0.5 2.5k -> 83k, 33k -> 105k, 69k -> 540k; x0.25 1.4k -> 68k, 9.4k ->
-  // 36k, 20k -> 256k; but KTH-SP2 (97) x0.25 FCFS 11.9k -> 13.1k, F1 16.7k -> 5.1k, lublin_256
-  // (181) x0.5 FCFS 51k -> 21k, HPC2N (45) x0.25 FCFS 70k -> 28k.
+  // ranked walk -> index, LANL-CM5 (6 sizes): x1 FCFS 458k -> 436k, SJF 1.12M -> 1.05M, F1
+  // 1.69M -> 1.43M; x0.5 2.5k -> 96k, 33k -> 115k, 69k -> 742k; x0.25 1.4k -> 77k, 9.4k ->
+  // 37k, 20k -> 298k; but KTH-SP2 (97) x0.25 FCFS 11.9k -> 13.1k, F1 16.7k -> 5.1k, lublin_256
+  // (181) x0.5 FCFS 51k -> 21k, HPC2N (45) x0.25 FCFS 70k -> 28k (with a tree per user).
   static constexpr size_t kIndexPlanSizes = 16;
   bool window_has_many_sizes() const;
   bool many_sizes_ = false;  // conservative (or rule actions) only: window_has_many_sizes()
