@@ -193,10 +193,14 @@ class WaitingIndex {
       for (size_t i = 0; i < n; ++i) user_class_[i] = users[i] < 0 ? unknown : users[i];
       mean_.assign(unknown + 1, MinTree<double>::kUnset);
       if (predicted_) {
-        std::vector<size_t> count(unknown + 1);
-        for (size_t i = 0; i < n; ++i) ++count[user_class_[i]];
-        added_.resize(unknown + 1);
-        for (size_t u = 0; u <= size_t(unknown); ++u) added_[u].reserve(count[u]);
+        // One array, each user's part as long as its jobs (no allocation per user: the
+        // environment builds an index per window).
+        listed_.assign(unknown + 1, 0);
+        for (size_t i = 0; i < n; ++i) ++listed_[user_class_[i]];
+        list_at_.assign(unknown + 2, 0);
+        std::partial_sum(listed_.begin(), listed_.end(), list_at_.begin() + 1);
+        std::fill(listed_.begin(), listed_.end(), 0);
+        lists_.resize(n);
       } else {
         users_.classify(user_class_.data(), n, any);
         users_.make_room(user_class_.data(), n);
@@ -235,16 +239,17 @@ class WaitingIndex {
     }
     // The predictions of its waiting jobs with requests over the lesser mean change; those
     // that left go from its list.
-    std::vector<int32_t>& mine = added_[u];
+    int32_t* mine = &lists_[list_at_[u]];
     const double below = std::min(was, mean);
-    size_t kept = 0;
-    for (int32_t j : mine) {
+    uint32_t kept = 0;
+    for (uint32_t k = 0; k < listed_[u]; ++k) {
+      const int32_t j = mine[k];
       const Place& at = places_[j - begin_];
       if (waiting_.at(at.rank) == MinTree<int32_t>::kUnset) continue;
       mine[kept++] = j;
       if (request_[j] > below) sizes_.set(procs_[j], at.size_slot, std::min(mean, request_[j]));
     }
-    mine.resize(kept);
+    listed_[u] = kept;
   }
 
   void add(int32_t j) {
@@ -253,7 +258,7 @@ class WaitingIndex {
     double estimate = request_[j];
     if (predicted_) {
       const int32_t u = user_class_[j - begin_];
-      added_[u].push_back(j);
+      lists_[list_at_[u] + listed_[u]++] = j;
       estimate = std::min(mean_[u], estimate);
     } else if (!users_.keys.empty()) {
       const size_t c = users_.class_of(user_class_[j - begin_]);
@@ -481,7 +486,8 @@ class WaitingIndex {
   Classes<int32_t, int32_t> users_;
   MinTree<double> means_;
   bool predicted_ = false;
-  std::vector<std::vector<int32_t>> added_;
+  std::vector<int32_t> lists_;  // user u's: from list_at_[u], listed_[u] of them
+  std::vector<uint32_t> list_at_, listed_;
 };
 
 // The waiting jobs in groups of equal (user, procs, request), the user only for SJBF and for
