@@ -198,7 +198,7 @@ void Simulator::conservative_scan() {
     const bool held = plan_holds();
     if (!plan_by_index(held, near ? now_ + near_width_ : kWhole)) plan_by_index(false, kWhole);
     start_planned();
-  } else if (groups_ && estimate_ == Estimate::kRequest) {
+  } else if (groups_ && (estimate_ == Estimate::kRequest || predicted_groups())) {
     // Where the plan near now cannot tell, one up to twice the longest request mostly can (a
     // job that starts now ends before any reservation it leaves out begins): on the store of
     // bench/sim_throughput.py, where one request in ten is the longest (36 h), the plan near
@@ -303,9 +303,10 @@ bool Simulator::plan_through(const Order& order, size_t k, size_t last) {
   return true;
 }
 
-// WFP3, UNICEP, SJBF and FCFS (on more than kIndexPlanSizes sizes) with requests: in a group of
-// waiting jobs (equal procs and request, and user for SJBF) policy order is index order and every
-// job fits now or none does; once one cannot start, none after it can. The walk merges the groups
+// WFP3, UNICEP, SJBF and FCFS (on more than kIndexPlanSizes sizes) with requests, WFP3, UNICEP
+// and SJBF on predictions: in a group of waiting jobs (equal procs and request, and user for SJBF
+// and on predictions, one estimate) policy order is index order and every job fits now or none
+// does; once one cannot start, none after it can. The walk merges the groups
 // by policy order at now from their oldest jobs (merge_heads(), merge_pop()) and ends once no group
 // that fitted as the scan began still fits: no later job can start. The plan is made near now as
 // plan_through() makes FCFS's (false where it cannot tell what starts; near infinite: the whole
@@ -322,10 +323,19 @@ bool Simulator::plan_by_groups(double near) {
   // The groups that fit now, among those of at most the free procs; where none does (2 in 5
   // scans on LANL-CM5 x0.25), no group is keyed. In a class of groups of equal procs, by
   // request, those that fit come first: one search per class finds them (fit_cuts_), with
-  // fit_until() found once per procs.
+  // fit_until() found once per procs. On predictions, which do not rise with the request
+  // across users, each live group of the class is tested and marked (fitted_); the cut follows
+  // the last that fits.
+  if (predicted_groups()) fitted_.resize(groups_->size());
   groups_->each_live_class_to(free, [&](size_t g, size_t end) {
     const double until = fit_until(groups_->procs_of(g));
-    const size_t cut = groups_->fitting_end(g, end, now_, until);
+    size_t cut = g;
+    if (!predicted_groups()) {
+      cut = groups_->fitting_end(g, end, now_, until);
+    } else {
+      for (size_t k = g; k < end; k = groups_->next_live(k + 1))
+        if (now_ + group_estimate(k) <= until) fitted_[k] = group_plans_, cut = k + 1;
+    }
     if (cut == g) return;
     fit_cuts_[groups_->class_of(g)] = {group_plans_, cut};
     fit_classes_.push_back(groups_->class_of(g));
@@ -346,7 +356,7 @@ bool Simulator::plan_by_groups(double near) {
     const int32_t j = merge_pop().second;
     const size_t g = groups_->group(j);
     const int32_t procs = groups_->procs_of(g);
-    const double duration = groups_->request_of(g);
+    const double duration = group_estimate(g);
     const bool passed = passed_over(procs, duration);  // and with it the rest of its group
     if (passed) {
       dropped_[g] = group_plans_;
@@ -366,19 +376,22 @@ bool Simulator::plan_by_groups(double near) {
     }
     while (last != WaitingGroups::kNoGroup) {
       if (dropped_[last] != group_plans_) {
-        const double request = groups_->request_of(last);  // its oldest job's estimate
-        if (touched > now_ && touched >= now_ + request) break;
+        const double estimate = group_estimate(last);  // its oldest job's
+        if (touched > now_ && touched >= now_ + estimate) break;
         const int32_t procs = groups_->procs_of(last);
         const double until =
             procs <= free_ ? profile_.fits_until(procs) : -std::numeric_limits<double>::infinity();
-        if (now_ + request <= until) {  // can_start_now() for its oldest job
+        if (now_ + estimate <= until) {  // can_start_now() for its oldest job
           touched = std::numeric_limits<double>::infinity();
           break;
         }
         // Nor can the groups of these procs and a longer request, just before it: all go at
-        // once. Their marks stay: their jobs, if walked, are found unable to start.
+        // once (on predictions, only this one). Their marks stay: their jobs, if walked, are
+        // found unable to start.
         last = last_fitting(
-            groups_->fitting_end(groups_->class_first(groups_->class_of(last)), last, now_, until));
+            predicted_groups() ? last
+                               : groups_->fitting_end(groups_->class_first(groups_->class_of(last)),
+                                                      last, now_, until));
       } else {
         last = last_fitting(last);
       }
@@ -392,15 +405,18 @@ bool Simulator::plan_by_groups(double near) {
 // to start a job since.
 inline bool Simulator::group_fits(size_t g) const {
   const FitCut& f = fit_cuts_[groups_->class_of(g)];
-  return f.plan == group_plans_ && g < f.cut && dropped_[g] != group_plans_;
+  return f.plan == group_plans_ && g < f.cut && dropped_[g] != group_plans_ &&
+         (!predicted_groups() || fitted_[g] == group_plans_);
 }
 
 // The last group with a waiting job before `below` in fit_classes_[fit_class_] that fitted as the
 // scan began, or else in the classes before; kNoGroup if none.
 size_t Simulator::last_fitting(size_t below) {
   for (;;) {
-    const size_t c = fit_classes_[fit_class_];
-    const size_t g = groups_->last_live(groups_->class_first(c), std::min(below, fit_cuts_[c].cut));
+    const size_t c = fit_classes_[fit_class_], first = groups_->class_first(c);
+    size_t g = groups_->last_live(first, std::min(below, fit_cuts_[c].cut));
+    while (predicted_groups() && g != WaitingGroups::kNoGroup && fitted_[g] != group_plans_)
+      g = groups_->last_live(first, g);
     if (g != WaitingGroups::kNoGroup || fit_class_ == 0) return g;
     below = fit_cuts_[fit_classes_[--fit_class_]].cut;
   }

@@ -177,10 +177,22 @@ class Simulator {
       return WaitingIndex::Scans::kConservative;
     return WaitingIndex::Scans::kNone;
   }
-  // Whether EASY scans on predictions take groups of one user (their jobs one prediction).
+  // Whether scans on predictions take groups of one user (their jobs one prediction): EASY's,
+  // and conservative's under WFP3, UNICEP and SJBF (predicted_groups()).
   bool groups_by_user() const {
     return policy_ == Policy::kSjbf ||
-           (estimate_ == Estimate::kPredicted && index_scans() == WaitingIndex::Scans::kEasy);
+           (estimate_ == Estimate::kPredicted &&
+            (index_scans() == WaitingIndex::Scans::kEasy || predicted_groups()));
+  }
+  bool predicted_groups() const {
+    return estimate_ == Estimate::kPredicted && backfill_ == Backfill::kConservative &&
+           !agent_backfill_ && !static_order();
+  }
+  // A group's estimate: its request, or the prediction of its user and request.
+  double group_estimate(size_t g) const {
+    return estimate_ == Estimate::kPredicted
+               ? predictions_->predict_for(group_users_[g], groups_->request_of(g))
+               : groups_->request_of(g);
   }
   void conservative_scan();
   struct RankedOrder;
@@ -397,6 +409,7 @@ class Simulator {
     size_t cut = 0;
   };
   std::vector<FitCut> fit_cuts_;
+  std::vector<uint32_t> fitted_;  // predicted_groups(): per group, the last call it fitted at
   std::vector<size_t> fit_classes_;
   size_t fit_class_ = 0;
   std::vector<Keyed> heads_, nexts_;
