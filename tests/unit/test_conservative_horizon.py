@@ -61,29 +61,37 @@ def test_plans_near_now_start_what_the_whole_plan_starts(policy, workload):
 
 
 def test_a_job_of_estimate_0_needs_its_procs_where_a_left_out_reservation_begins_now():
-    # 12 procs, F1 with EASY++ predictions (the ranked walk near now). Job 1 (runtime 0) gives
-    # user 0 a mean of 0 from the next event on; jobs 2 (8 procs, predicted 7) and 3 (3 procs,
-    # predicted 1) run to 3, and from 1 on job 3 has outrun its prediction: its procs count as
-    # back now. At 2, 1 proc is free and the profile holds 4 from 2, 12 from 7. Job 5 (2 procs,
-    # predicted 0) is committed; in F1 order job 4 (5 procs, predicted 0) starts no earlier
-    # than 7, past the plan near now (2 + 7 / 3): left out, down to 7; job 6 (no user: its
-    # request, 7 s, 4 procs) would start at 2 but run past 7: left out, down to 2. Job 7 (1
-    # proc, predicted 0) fits the free proc and that profile, but in the whole plan job 6
-    # holds all 4 of the profile's procs at 2, and a job of estimate 0 needs its procs at the
-    # instant it starts (docs/simulation.md): it waits to 3. The plan near now took its run
-    # of no length as ending by 2 and started it at 2.
+    # F1 with EASY++ predictions on a window of more than 16 sizes: the ranked walk near now
+    # (on at most 16 the plan by index, whole under F1, would not leave anything out). 29
+    # procs, 17 of them held by job 8 (no user, its request 7 s, runtime 1000 s) from 0 past
+    # every time that matters here; jobs 9-18 (10 more sizes, no user) come at 100. Job 1
+    # (runtime 0) gives user 0 a mean of 0 from the next event on; jobs 2 (8 procs, predicted
+    # 7) and 3 (3 procs, predicted 1) run to 3, and from 1 on job 3 has outrun its prediction:
+    # its procs count as back now. At 2, 1 proc is free and the profile holds 4 from 2, all
+    # 29 from 7. Job 5 (2 procs, predicted 0) is committed; in F1 order job 4 (5 procs,
+    # predicted 0) starts no earlier than 7, past the plan near now (2 + 7 / 3): left out, down
+    # to 7; job 6 (no user: its request, 7 s, 4 procs) would start at 2 but run past 7: left
+    # out, down to 2. Job 7 (1 proc, predicted 0) fits the free proc and that profile, but in
+    # the whole plan job 6 holds all 4 of the profile's procs at 2, and a job of estimate 0
+    # needs its procs at the instant it starts (docs/simulation.md): it waits to 3. The plan
+    # near now took its run of no length as ending by 2 and started it at 2.
     jobs = [
         Job(1, 0.0, 0.0, 1, 0.0, 0),
         Job(2, 0.0, 3.0, 8, 7.0, 0),
         Job(3, 0.0, 3.0, 3, 1.0, 0),
+        Job(8, 0.0, 1000.0, 17, 7.0, -1),
         Job(4, 1.0, 0.0, 5, 1.0, 0),
         Job(5, 1.0, 0.0, 2, 0.0, 0),
         Job(6, 1.0, 0.0, 4, 7.0, -1),
         Job(7, 2.0, 0.0, 1, 0.0, 0),
     ]
-    expected = {1: 0.0, 2: 0.0, 3: 0.0, 4: 3.0, 5: 3.0, 6: 3.0, 7: 3.0}
-    assert simulate(jobs, 12, "f1", "conservative", estimate="predicted") == expected
-    assert cpp_starts(jobs, 12, "f1", "conservative", "predicted") == expected
+    sizes = (6, 7, 9, 10, 11, 12, 13, 14, 15, 16)
+    jobs += [Job(9 + k, 100.0, 1.0, procs, 1.0, -1) for k, procs in enumerate(sizes)]
+    expected = simulate(jobs, 29, "f1", "conservative", estimate="predicted")
+    assert {k: expected[k] for k in range(1, 9)} == {
+        1: 0.0, 2: 0.0, 3: 0.0, 4: 3.0, 5: 3.0, 6: 3.0, 7: 3.0, 8: 0.0
+    }  # fmt: skip
+    assert cpp_starts(jobs, 29, "f1", "conservative", "predicted") == expected
 
 
 def test_a_scan_that_the_plan_up_to_twice_the_longest_request_cannot_tell_is_planned_whole():
