@@ -85,9 +85,8 @@ void Simulator::scan_candidates(Shadow& s) {
     candidates_.push_back(keyed(j, submit, cached));
   };
   if (estimate_ == Estimate::kPredicted)
-    groups_->each_oldest_fitting(free_, s.extra, now_, s.time, candidate, [&](size_t g) {
-      return predictions_->predict_for(group_users_[g], groups_->request_of(g));
-    });
+    groups_->each_oldest_fitting(free_, s.extra, now_, s.time, candidate,
+                                 [&](size_t g) { return group_prediction(g); });
   else
     groups_->each_oldest_fitting(free_, s.extra, now_, s.time, candidate);
   // A local view: the loops then keep the array and its length in registers.

@@ -188,11 +188,13 @@ class Simulator {
     return estimate_ == Estimate::kPredicted && backfill_ == Backfill::kConservative &&
            !agent_backfill_ && !static_order();
   }
-  // A group's estimate: its request, or the prediction of its user and request.
+  // The prediction of every job of group g (groups_by_user(): one user, one request).
+  double group_prediction(size_t g) const {
+    return predictions_->predict_for(group_users_[g], groups_->request_of(g));
+  }
+  // A group's estimate: its request, or its prediction.
   double group_estimate(size_t g) const {
-    return estimate_ == Estimate::kPredicted
-               ? predictions_->predict_for(group_users_[g], groups_->request_of(g))
-               : groups_->request_of(g);
+    return estimate_ == Estimate::kPredicted ? group_prediction(g) : groups_->request_of(g);
   }
   void conservative_scan();
   struct RankedOrder;
@@ -273,10 +275,8 @@ class Simulator {
     return estimate_ == Estimate::kPredicted ? predictions_->predict(job) : w_.requested_time[job];
   }
   double sjbf_score(int32_t job) const { return at_least_tenth(predictions_->predict(job)); }
-  // The same for every job of SJBF's group g (one user, one request).
-  double sjbf_score_of(size_t g) const {
-    return at_least_tenth(predictions_->predict_for(group_users_[g], groups_->request_of(g)));
-  }
+  // The same for every job of SJBF's group g.
+  double sjbf_score_of(size_t g) const { return at_least_tenth(group_prediction(g)); }
   // User u's mean runtime, infinite without history.
   double user_mean(int32_t u) const {
     return predictions_->predict_for(u, std::numeric_limits<double>::infinity());
