@@ -3,8 +3,8 @@ now: the jobs that could not start before now + a third of the longest request, 
 past the start of one left out, are passed over by size class (FCFS on at most 16 sizes, as
 here) or group (the others) and stay out of the profile, and a scan that cannot tell from
 that plan whether a job starts is planned again whole (by size class), or (by group) near now
-up to twice the longest request, then whole where that cannot tell either (issue 17). A hand
-case for each bound, and long queues against the reference. Long queues on a small machine
+up to twice, then eight times the longest request, then whole where that cannot tell either
+(issue 17). A hand case for each bound, and long queues against the reference. Long queues on a small machine
 put most reservations far from now, and early completions move them: the start times must
 be those of the reference, which plans every reservation at every scan."""
 
@@ -94,16 +94,16 @@ def test_a_job_of_estimate_0_needs_its_procs_where_a_left_out_reservation_begins
     assert cpp_starts(jobs, 29, "f1", "conservative", "predicted") == expected
 
 
-def test_a_scan_that_the_plan_up_to_twice_the_longest_request_cannot_tell_is_planned_whole():
+def test_a_scan_that_the_plan_up_to_twice_the_longest_request_cannot_tell_is_planned_further():
     # 11 procs, all jobs at 0, runtimes their requests, the longest 100 s. The scan at 100 under
     # WFP3 (waits of 100 s: -7 for jobs 3, 6 and 7, -3.9 for job 5, -3, -2 and -1 for jobs 8, 11
     # and 12): job 4 (3 procs) runs to 140, job 3 starts; job 6 is committed on [200, 300). The
     # plan near now (to 133.3) and the one up to 300 both leave out job 7 (7 procs, from 300),
     # reserve job 5 (2 procs) on [140, 220), then leave out job 8 (3 procs, from 220, past 300)
     # and job 11 (2 procs, from 140, past 220): job 12 (1 proc) fits now, to 200, past 140, so
-    # neither can tell. The whole plan reserves job 7 on [300, 400), job 8 on [220, 320), job 11
-    # from 320, and starts job 12 at 100 (a plan that gave up there would start it at 140, after
-    # job 5).
+    # neither can tell. The plan up to 900, as the whole plan, reserves job 7 on [300, 400), job
+    # 8 on [220, 320), job 11 from 320, and starts job 12 at 100 (a plan that gave up there would
+    # start it at 140, after job 5).
     sizes = [(7, 100), (2, 30), (7, 100), (3, 80), (2, 80), (7, 100), (7, 100), (3, 100),
              (1, 100), (3, 30), (2, 100), (1, 100)]  # fmt: skip
     jobs = [Job(i + 1, 0.0, float(r), p, float(r), 0) for i, (p, r) in enumerate(sizes)]
@@ -111,6 +111,28 @@ def test_a_scan_that_the_plan_up_to_twice_the_longest_request_cannot_tell_is_pla
     starts = {3: 100.0, 5: 140.0, 6: 200.0, 7: 300.0, 8: 220.0, 11: 320.0, 12: 100.0}
     assert {j: expected[j] for j in starts} == starts
     assert cpp_starts(jobs, 11, "wfp3", "conservative") == expected
+
+
+def test_a_scan_that_the_plan_up_to_eight_times_the_longest_request_cannot_tell_is_planned_whole():
+    # 30 procs, FCFS on 22 sizes (by group), all jobs at 0, runtimes their requests. Job 1 (29
+    # procs, 80 s) starts; jobs 2 to 11 (28 down to 19 procs, 80 s) are reserved one after the
+    # other on [80, 160), [160, 240), ..., [800, 880), the k-th leaving k + 1 procs free. Jobs 12
+    # to 21 (11 down to 2 procs, 100 s, the longest request) each fit first where as many are
+    # free, and job 22 (1 proc, 100 s) fits now. The plan up to 800 (eight times 100) leaves out
+    # job 11 (from 800) and job 12 (11 procs, from 800), then job 13 (10 procs, from 720, past
+    # 800), job 14 (9 procs, from 640, past 720), and so on to job 21 (2 procs, from 80, past
+    # 160): job 22 runs to 100, past 80, so it cannot tell, nor can the plans to 33.3 and 200.
+    # The whole plan reserves job 12 on [800, 900), job 13 from 880, job 14 on [640, 740), and
+    # so on, every other one of jobs 12 to 21 in its own step: job 21 goes to 900 and job 22
+    # starts at 0 (a scan that gave up would start nothing at 0; job 22 would wait to 980).
+    jobs = [Job(1, 0.0, 80.0, 29, 80.0, 0)]
+    jobs += [Job(1 + k, 0.0, 80.0, 29 - k, 80.0, 0) for k in range(1, 11)]
+    jobs += [Job(23 - p, 0.0, 100.0, p, 100.0, 0) for p in range(11, 1, -1)]
+    jobs += [Job(22, 0.0, 100.0, 1, 100.0, 0)]
+    expected = simulate(jobs, 30, "fcfs", "conservative")
+    starts = {2: 80.0, 11: 800.0, 12: 800.0, 13: 880.0, 14: 640.0, 21: 900.0, 22: 0.0}
+    assert {j: expected[j] for j in starts} == starts
+    assert cpp_starts(jobs, 30, "fcfs", "conservative") == expected
 
 
 # WFP3 keys a scan by w^3 * (n / r^3), not by its score -pow(w / r, 3) * n: job 5 (300 s,
