@@ -36,6 +36,29 @@ void Profile::lows(std::vector<Step>& out) const {
     if (s.free < out.back().free) out.push_back(s);
 }
 
+// Each step's longest run with at least its free procs spans from the step after the last one
+// before it with fewer to the first one after it with fewer (all nearest smaller values, by a
+// stack): steps in rising_ have rising free procs, and a step popped there by one with no more
+// free procs has its run end at that one (with as many, that one's run holds it).
+void Profile::runs_before(double near, std::vector<std::pair<int32_t, double>>& out) const {
+  out.clear();
+  rising_.clear();
+  for (size_t i = 0; i <= steps_.size(); ++i) {
+    const bool past = i == steps_.size();
+    while (!rising_.empty() && (past || steps_[rising_.back()].free >= steps_[i].free)) {
+      const Step& s = steps_[rising_.back()];
+      rising_.pop_back();
+      const double from = steps_[rising_.empty() ? 0 : rising_.back() + 1].time;
+      const double end = past ? std::numeric_limits<double>::infinity() : steps_[i].time;
+      if (s.free > 0 && from < near) out.emplace_back(s.free, end - from);
+    }
+    if (!past) rising_.push_back(i);
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t k = 1; k < out.size(); ++k)
+    out[k].second = std::max(out[k].second, out[k - 1].second);
+}
+
 // One walk over the steps: the stretches of at least procs free that `within` looks at are
 // kept (a few) for `beyond`, which then walks on only past them.
 Profile::Runs Profile::runs(int32_t procs, int32_t free, double near, double until,

@@ -70,6 +70,12 @@ class Profile {
   };
   Runs runs(int32_t procs, int32_t free, double near, double until,
             double enough = std::numeric_limits<double>::infinity()) const;
+  // For every least free f at once, the longest run with at least f procs free throughout that
+  // begins before `near` (unbounded): `out` gets (f, length) pairs by f falling, each length the
+  // longest for that f or any higher. So a job of `procs` finds no run before near as long as
+  // its duration where the last pair with f >= procs is shorter, or there is none: runs() with
+  // `until` infinite, for every procs.
+  void runs_before(double near, std::vector<std::pair<int32_t, double>>& out) const;
   // Counts the resets, reservations and moves: equal counts, equal profiles.
   uint64_t changes() const { return changes_; }
   // Whether the profile, as changes() counted `since`, had at least `procs` free exactly where
@@ -88,6 +94,7 @@ class Profile {
   void take(size_t first, size_t next, double until, int32_t procs);
 
   std::vector<Step> steps_;
+  mutable std::vector<size_t> rising_;  // runs_before()'s stack of steps
   // Per procs, the earliest starts found since the reset (`reset` tells which) for jobs of
   // those procs, as (duration, start) pairs with both rising: the profile has only lost procs
   // since, so no earlier start fits a job of those procs and a duration at least that.

@@ -249,6 +249,7 @@ class Simulator {
     return [this](const Keyed& a, const Keyed& b) { return before(b, a); };
   }
   void merge_heads();
+  void narrow_heads(const Keyed& at);
   size_t first_heads(size_t end);
   double deepest_head_key() const;
   Keyed merge_pop();
@@ -416,6 +417,12 @@ class Simulator {
   std::set<Keyed>::const_iterator next_head_;  // keep_heads_: the next of ordered_heads_ to walk
   std::vector<uint32_t> head_bounds_;
   size_t merged_ = 0, heads_sorted_ = 0, heads_settled_ = 0;
+  // narrow_heads()'s: whether it kept only some heads (then keyed, in heads_, as WFP3's are),
+  // and the profile's longest runs before near now (Profile::runs_before()).
+  bool narrowed_ = false;
+  std::vector<Keyed> kept_heads_;
+  std::vector<std::pair<size_t, size_t>> open_cuts_;  // groups [first, cut) it may keep
+  std::vector<std::pair<int32_t, double>> runs_before_;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
   std::optional<Predictions> predictions_;  // sjbf or estimate = predicted only
   // Agent backfilling: whether the simulator stands at a backfill decision, its shadow, and

@@ -668,6 +668,17 @@ class WaitingGroups {
       if (++word == live_bits_.size()) return size();
     }
   }
+  // How many groups in [first, below) have a waiting job.
+  size_t live_in(size_t first, size_t below) const {
+    size_t n = 0;
+    for (size_t word = first / 64; 64 * word < below; ++word) {
+      uint64_t bits = live_bits_[word];
+      if (64 * word < first) bits &= ~uint64_t{0} << (first % 64);
+      if (64 * word + 64 > below) bits &= (uint64_t{1} << (below - 64 * word)) - 1;
+      n += static_cast<size_t>(__builtin_popcountll(bits));
+    }
+    return n;
+  }
   // The last group in [first, below) with a waiting job, kNoGroup if none.
   static constexpr size_t kNoGroup = std::numeric_limits<size_t>::max();
   size_t last_live(size_t first, size_t below) const {

@@ -3,7 +3,9 @@ on windows of more than 16 sizes) merges the groups of like jobs by policy order
 the groups that come after the last fitting group's oldest job join the merge only when the
 walk reaches them (issue 17). A hand case where a fitting group's second job comes after a
 group that did not fit: that group's reservation must be made before the second job is tried;
-and FCFS on many sizes against the reference."""
+FCFS on many sizes against the reference; and past the walk's first 32 jobs, where the plan
+near now keeps only the groups that might still start before its end, a hand case and long
+queues of many groups against the reference."""
 
 import pytest
 from hypothesis import given, settings
@@ -13,14 +15,16 @@ from simhelpers import cpp_starts
 
 
 @st.composite
-def many_sizes(draw, max_jobs: int):
-    """17 to 24 distinct sizes on 24 to 64 procs, each size's first job among the first jobs,
-    then up to `max_jobs` in all, arriving in bursts, with requests of 1 s to 100 s and
-    runtimes often far below: long plans of many groups."""
-    machine = draw(st.integers(24, 64))
-    sizes = draw(st.lists(st.integers(1, machine), min_size=17, max_size=24, unique=True))
+def many_sizes(draw, max_jobs: int, distinct: tuple[int, int] = (17, 24), min_jobs: int = 0):
+    """17 to 24 (`distinct`) distinct sizes on 24 (or the most sizes) to 64 procs, each size's
+    first job among the first jobs, then at least `min_jobs` and up to `max_jobs` in all,
+    arriving in bursts, with requests of 1 s to 100 s and runtimes often far below: long plans
+    of many groups."""
+    least, most = distinct
+    machine = draw(st.integers(max(24, most), 64))
+    sizes = draw(st.lists(st.integers(1, machine), min_size=least, max_size=most, unique=True))
     jobs, submit = [], 0
-    for i in range(draw(st.integers(len(sizes), max_jobs))):
+    for i in range(draw(st.integers(max(len(sizes), min_jobs), max_jobs))):
         submit += draw(st.sampled_from([0, 0, 0, 1, 7]))
         requested = draw(st.sampled_from([1, 3, 10, 30, 100]))
         runtime = draw(st.sampled_from([requested, requested // 2, requested // 10, 0]))
@@ -57,3 +61,32 @@ def test_a_group_that_did_not_fit_reserves_before_the_fitting_groups_next_job(po
     expected = {1: 0.0, 2: 0.0, 3: 100.0, 4: 1.0, 5: 10.0, 6: 31.0}
     assert simulate(jobs, 5, policy, "conservative") == expected
     assert cpp_starts(jobs, 5, policy, "conservative") == expected
+
+
+def test_the_plan_near_now_keeps_only_the_groups_that_may_start_before_its_end():
+    # 180 procs, all jobs at 0, runtimes their requests, the longest 300 s (the plan near now
+    # runs to 100). Job 1 (99 procs) runs to 120; job 2 (82 procs) is committed on [120, 130).
+    # Jobs 3 to 34, 32 groups of 2 or 3 procs and 100 s to 115 s, start now: 80 procs, 1 left.
+    # Past them the plan keeps only job 67's group (1 proc, 300 s: no more procs are free before
+    # 100), leaving out job 35 (the whole machine, 100 s, from 130) and jobs 36 to 66 (4 to 34
+    # procs, 300 s), so it cannot tell whether job 67 starts (to 300, past 100); the plan up to
+    # 600 reserves job 35 on [130, 230), and job 67 waits to 230. A plan that left job 35 out
+    # and did not bound what it tells by its end would start job 67 at 0.
+    jobs = [Job(1, 0.0, 120.0, 99, 120.0, 0), Job(2, 0.0, 10.0, 82, 10.0, 0)]
+    jobs += [Job(3 + i, 0.0, 100.0 + i // 2, 2 + i % 2, 100.0 + i // 2, 0) for i in range(32)]
+    jobs += [Job(35, 0.0, 100.0, 180, 100.0, 0)]
+    jobs += [Job(36 + i, 0.0, 300.0, 4 + i, 300.0, 0) for i in range(31)]
+    jobs += [Job(67, 0.0, 300.0, 1, 300.0, 0)]
+    expected = simulate(jobs, 180, "fcfs", "conservative")
+    starts = {1: 0.0, 2: 120.0, 3: 0.0, 34: 0.0, 35: 130.0, 36: 230.0, 67: 230.0}
+    assert {j: expected[j] for j in starts} == starts
+    assert cpp_starts(jobs, 180, "fcfs", "conservative") == expected
+
+
+@pytest.mark.parametrize("policy", ("fcfs", "wfp3", "unicep", "sjbf"))
+@settings(max_examples=30, deadline=None)
+@given(workload=many_sizes(max_jobs=160, distinct=(30, 40), min_jobs=100))
+def test_long_queues_of_many_groups_plan_as_the_reference_plans(policy, workload):
+    jobs, machine = workload
+    expected = simulate(jobs, machine, policy, "conservative")
+    assert cpp_starts(jobs, machine, policy, "conservative") == expected

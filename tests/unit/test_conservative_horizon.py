@@ -4,9 +4,9 @@ past the start of one left out, are passed over by size class (FCFS on at most 1
 here) or group (the others) and stay out of the profile, and a scan that cannot tell from
 that plan whether a job starts is planned again whole (by size class), or (by group) near now
 up to twice, then eight times the longest request, then whole where that cannot tell either
-(issue 17). A hand case for each bound, and long queues against the reference. Long queues on a small machine
-put most reservations far from now, and early completions move them: the start times must
-be those of the reference, which plans every reservation at every scan."""
+(issue 17). A hand case for each bound, and long queues against the reference. Long queues on
+a small machine put most reservations far from now, and early completions move them: the
+start times must be those of the reference, which plans every reservation at every scan."""
 
 import pytest
 from hypothesis import given, settings
