@@ -503,32 +503,30 @@ void Simulator::merge_heads() {
 // the others' jobs have no slot before near_until_ now or later in the walk, and no job of
 // theirs would be reserved there in the plan from scratch: exact_until_ comes down to near_until_
 // (passed_over() or reserve_near() would leave them out one by one, with that bound or a lower
-// one). With requests, which rise through a class, the groups kept are a part of each class
-// (on predictions, which do not, testing each group cost more than it saved: LANL-CM5 x0.25,
-// 7-10% slower). Only where at most 1 in kNarrowShare of the heads left would be kept: keying
-// and sorting them again costs more than the walk saves where the profile near now still has
-// room (LANL-CM5 x0.25, WFP3: half the heads would be kept). Over the store's first 200,000 jobs
-// under FCFS, 25 of its 283 groups are kept on average, where the walk would go on through 200
-// more.
+// one). With requests, they are found by the groups' request buckets (each_live_within(), one
+// walk of bits per band of procs with one longest run: 8 bands a plan on the store; a search per
+// class of groups visited 210 classes to keep 26 groups); on predictions, which are not
+// requests, testing each group cost more than it saved (LANL-CM5 x0.25, 7-10% slower). Only
+// where at most 1 in kNarrowShare of the heads left would be kept: keying and sorting them again
+// costs more than the walk saves where the profile near now still has room (LANL-CM5 x0.25,
+// WFP3: half the heads would be kept). Over the store's first 200,000 jobs under FCFS, 25 of its
+// 283 groups are kept on average, where the walk would go on through 200 more.
 void Simulator::narrow_heads(const Keyed& at) {
   profile_.runs_before(near_until_, runs_before_);
-  open_cuts_.clear();
+  // Procs in (the next pair's free, this pair's] have this pair's longest run.
+  auto each_open = [&](auto visit) {
+    for (size_t k = 0; k < runs_before_.size(); ++k)
+      groups_->each_live_within(k + 1 < runs_before_.size() ? runs_before_[k + 1].first : 0,
+                                runs_before_[k].first, near_limit(runs_before_[k].second), visit);
+  };
   size_t open = 0;
-  if (!runs_before_.empty()) {
-    groups_->each_live_class_to(runs_before_.front().first, [&](size_t g, size_t end) {
-      const int32_t procs = groups_->procs_of(g);
-      const auto run = std::partition_point(runs_before_.begin(), runs_before_.end(),
-                                            [&](const auto& r) { return r.first >= procs; });
-      const size_t cut = groups_->fitting_end(g, end, 0, near_limit(std::prev(run)->second));
-      if (cut > g) open += groups_->live_in(g, cut), open_cuts_.emplace_back(g, cut);
-    });
-  }
+  each_open([&](size_t) { ++open; });
   if (open * kNarrowShare > heads_.size() - merged_) return;
   exact_until_ = std::min(exact_until_, near_until_);
   kept_heads_.clear();
-  for (const auto& [first, cut] : open_cuts_)
-    for (size_t k = groups_->next_live(first); k < cut; k = groups_->next_live(k + 1))
-      if (const Keyed h = head(k, groups_->oldest_of(k)); before(at, h)) kept_heads_.push_back(h);
+  each_open([&](size_t g) {
+    if (const Keyed h = head(g, groups_->oldest_of(g)); before(at, h)) kept_heads_.push_back(h);
+  });
   heads_.swap(kept_heads_);
   merged_ = heads_settled_ = heads_sorted_ = 0;
   head_bounds_.assign(1, static_cast<uint32_t>(heads_.size()));

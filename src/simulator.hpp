@@ -421,7 +421,6 @@ class Simulator {
   // and the profile's longest runs before near now (Profile::runs_before()).
   bool narrowed_ = false;
   std::vector<Keyed> kept_heads_;
-  std::vector<std::pair<size_t, size_t>> open_cuts_;  // groups [first, cut) it may keep
   std::vector<std::pair<int32_t, double>> runs_before_;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
   std::optional<Predictions> predictions_;  // sjbf or estimate = predicted only
