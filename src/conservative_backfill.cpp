@@ -332,20 +332,39 @@ bool Simulator::plan_by_groups(double near) {
   // fit_until() found once per procs. On predictions, which do not rise with the request
   // across users, each live group of the class is tested and marked (fitted_); the cut follows
   // the last that fits.
-  if (predicted_groups()) fitted_.resize(groups_->size());
-  groups_->each_live_class_to(free, [&](size_t g, size_t end) {
-    const double until = fit_until(groups_->procs_of(g));
-    size_t cut = g;
-    if (!predicted_groups()) {
-      cut = groups_->fitting_end(g, end, now_, until);
-    } else {
-      for (size_t k = g; k < end; k = groups_->next_live(k + 1))
-        if (now_ + group_estimate(k) <= until) fitted_[k] = group_plans_, cut = k + 1;
+  if (predicted_groups() || !fit_by_bands_) {
+    if (predicted_groups()) fitted_.resize(groups_->size());
+    groups_->each_live_class_to(free, [&](size_t g, size_t end) {
+      const double until = fit_until(groups_->procs_of(g));
+      size_t cut = g;
+      if (!predicted_groups()) {
+        cut = groups_->fitting_end(g, end, now_, until);
+      } else {
+        for (size_t k = g; k < end; k = groups_->next_live(k + 1))
+          if (now_ + group_estimate(k) <= until) fitted_[k] = group_plans_, cut = k + 1;
+      }
+      if (cut == g) return;
+      fit_cuts_[groups_->class_of(g)] = {group_plans_, cut};
+      fit_classes_.push_back(groups_->class_of(g));
+    });
+  } else {
+    // Procs in (lows_[k + 1].free, lows_[k].free] fit until lows_[k + 1].time (fit_until()):
+    // per such band, from the fewest procs, one walk of the bits of the groups in the request
+    // buckets that end by then, not a search of every class up to the free procs.
+    const double now = now_;
+    for (size_t k = lows_.size(); k-- > 0;) {
+      const bool last_low = k + 1 == lows_.size();
+      const double until = last_low ? std::numeric_limits<double>::infinity() : lows_[k + 1].time;
+      groups_->each_live_within(
+          last_low ? 0 : lows_[k + 1].free, std::min(lows_[k].free, free),
+          [now, until](double request) { return now + request <= until; },
+          [&](size_t g) {
+            const size_t c = groups_->class_of(g);
+            if (fit_cuts_[c].plan != group_plans_) fit_classes_.push_back(c);
+            fit_cuts_[c] = {group_plans_, g + 1};
+          });
     }
-    if (cut == g) return;
-    fit_cuts_[groups_->class_of(g)] = {group_plans_, cut};
-    fit_classes_.push_back(groups_->class_of(g));
-  });
+  }
   if (fit_classes_.empty()) return true;
   merge_heads();
   // The last group that fitted as the scan began and may still: no later job can start once
@@ -515,9 +534,12 @@ void Simulator::narrow_heads(const Keyed& at) {
   profile_.runs_before(near_until_, runs_before_);
   // Procs in (the next pair's free, this pair's] have this pair's longest run.
   auto each_open = [&](auto visit) {
-    for (size_t k = 0; k < runs_before_.size(); ++k)
-      groups_->each_live_within(k + 1 < runs_before_.size() ? runs_before_[k + 1].first : 0,
-                                runs_before_[k].first, near_limit(runs_before_[k].second), visit);
+    for (size_t k = 0; k < runs_before_.size(); ++k) {
+      const double limit = near_limit(runs_before_[k].second);
+      groups_->each_live_within(
+          k + 1 < runs_before_.size() ? runs_before_[k + 1].first : 0, runs_before_[k].first,
+          [limit](double request) { return request <= limit; }, visit);
+    }
   };
   size_t open = 0;
   each_open([&](size_t) { ++open; });

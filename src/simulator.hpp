@@ -325,6 +325,8 @@ class Simulator {
   // first 20,000 / 100,000 jobs 148k -> 176k / 60k -> 77k jobs/s, KTH-SP2 x0.5 96k -> 146k,
   // lublin_256 x0.5 44k -> 79k, HPC2N x0.25 143k -> 154k, x1 the same).
   bool keep_heads_ = false;
+  static constexpr size_t kBandGroupsPerClass = 64;
+  bool fit_by_bands_ = false;
   std::set<Keyed> ordered_heads_;
   std::vector<double> sjbf_keys_;
   std::vector<std::vector<uint32_t>> user_groups_;

@@ -630,12 +630,12 @@ class WaitingGroups {
     each_live_ending(anyway, to, [&](double request) { return now + request <= shadow; }, oldest);
   }
   // Calls visit(group) for every group with a waiting job, procs in (above, most] and a request
-  // of at most `limit`, in (procs, request) order: a walk of the bits of the live groups in the
-  // request buckets up to the limit (the store: ~9,650 groups, 10 requests).
-  template <typename Visit>
-  void each_live_within(int32_t above, int32_t most, double limit, Visit visit) const {
-    each_live_ending(
-        groups_to(above), groups_to(most), [&](double request) { return request <= limit; }, visit);
+  // that `ends` (true up to some request, false past it), in (procs, request) order: a walk of
+  // the bits of the live groups in the request buckets up to there (the store: ~9,650 groups,
+  // 10 requests).
+  template <typename Ends, typename Visit>
+  void each_live_within(int32_t above, int32_t most, Ends ends, Visit visit) const {
+    each_live_ending(groups_to(above), groups_to(most), ends, visit);
   }
   // Calls visit(group) for every group with a waiting job and procs <= p, in (procs, request)
   // order: a walk of the live groups' bits among the first groups_to(p).

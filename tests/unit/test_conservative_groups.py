@@ -90,3 +90,30 @@ def test_long_queues_of_many_groups_plan_as_the_reference_plans(policy, workload
     jobs, machine = workload
     expected = simulate(jobs, machine, policy, "conservative")
     assert cpp_starts(jobs, machine, policy, "conservative") == expected
+
+
+@st.composite
+def many_requests(draw):
+    """2 sizes on 4 to 32 procs and 180 to 220 jobs with requests of 1 s to 400 s, most of them
+    distinct: classes of groups (equal procs) of more than 64 groups each, where a scan finds
+    the groups that fit now by one search per class (LANL-CM5's case), not by bands of procs
+    (the store's)."""
+    machine = draw(st.integers(4, 32))
+    sizes = draw(st.lists(st.integers(1, machine), min_size=2, max_size=2, unique=True))
+    jobs, submit = [], 0
+    for i in range(draw(st.integers(180, 220))):
+        submit += draw(st.sampled_from([0, 0, 0, 1, 7, 30]))
+        requested = draw(st.integers(1, 400))
+        runtime = draw(st.sampled_from([requested, requested // 2, requested // 10, 0]))
+        jobs.append(Job(i + 1, float(submit), float(runtime), draw(st.sampled_from(sizes)),
+                        float(requested), 0))  # fmt: skip
+    return jobs, machine
+
+
+@pytest.mark.parametrize("policy", ("wfp3", "unicep", "sjbf"))
+@settings(max_examples=10, deadline=None)
+@given(workload=many_requests())
+def test_classes_of_many_groups_plan_as_the_reference_plans(policy, workload):
+    jobs, machine = workload
+    expected = simulate(jobs, machine, policy, "conservative")
+    assert cpp_starts(jobs, machine, policy, "conservative") == expected
