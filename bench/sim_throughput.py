@@ -22,7 +22,8 @@ offered load; its FCFS queue reaches 40,000 jobs), the C++ core on the whole tra
 takes over --limit seconds. Then a synthetic store of --store-jobs jobs (`data generate`,
 1,024 procs; the time it took is printed) with its submit times scaled to offered load 1.2, so
 that the queue keeps growing: the same rows (one whole run each: 5-80 s), conservative on the
-first --window jobs only. --tables, --policies
+first --store-conservative jobs only (300,000: its queue holds 12,000 jobs on average over
+them under FCFS; over the whole store some orders would take hours). --tables, --policies
 and --backfills select tables and rows (default: all). --estimate predicted: backfilling on
 EASY++ runtime predictions instead of the users' requests, in both implementations.
 """
@@ -117,11 +118,14 @@ def seconds_within(limit: float, fn, *args) -> float | None:
         signal.signal(signal.SIGALRM, previous)
 
 
-def heavy_row(trace: Trace, label: str, policy: str, backfill: str, args, whole: int) -> str:
-    """The C++ core on the whole trace (the best of `whole` runs; none where 0) and on its first
-    --window jobs, beside the reference on those."""
+def heavy_row(
+    trace: Trace, label: str, policy: str, backfill: str, args, whole: int, first: int = 0
+) -> str:
+    """The C++ core on the whole trace, or its `first` jobs (the best of `whole` runs), and on
+    its first --window jobs, beside the reference on those."""
     run = functools.partial(simulate, estimate=args.estimate)
-    full = len(trace) / best_of(whole, run, trace, policy, backfill) if whole else None
+    n = min(first, len(trace)) if first else len(trace)
+    full = n / best_of(whole, run, trace, policy, backfill, 0, n)
     n = min(args.window, len(trace))
     cpp = best_of(args.repeat, run, trace, policy, backfill, 0, n)
     run_reference = functools.partial(simulate_py, estimate=args.estimate)
@@ -131,7 +135,7 @@ def heavy_row(trace: Trace, label: str, policy: str, backfill: str, args, whole:
         f"{n / py:>12,.0f}{py / cpp:>9,.0f}x" if py else f"{'> ' + str(args.limit) + ' s':>12}"
     )
     return (
-        f"{label:<12}{policy:<8}{backfill:<14}{f'{full:,.0f}' if full else '-':>14}"
+        f"{label:<12}{policy:<8}{backfill:<14}{f'{full:,.0f}':>14}"
         f"{n:>10,}{n / cpp:>14,.0f}{reference}"
     )
 
@@ -157,6 +161,8 @@ def main() -> int:
     p.add_argument("--scales", type=scales, default="0.5,0.25", help="heavy-load submit scales")
     p.add_argument("--limit", type=float, default=60, help="seconds the reference may take")
     p.add_argument("--store-jobs", type=int, default=11_500_000, help="jobs of the store (0: none)")
+    p.add_argument("--store-conservative", type=int, default=300_000,
+                   help="the store's first jobs for conservative (default 300,000)")  # fmt: skip
     p.add_argument("--tables", type=names(TABLES), default=list(TABLES), help="tables to print")
     p.add_argument("--policies", type=names(POLICIES), default=list(POLICIES), help="rows")
     p.add_argument("--backfills", type=names(BACKFILLS), default=list(BACKFILLS), help="rows")
@@ -191,12 +197,12 @@ def main() -> int:
             trace, took = store_trace(args.store_jobs, Path(tmp))
             print(
                 f"\nstore: {len(trace):,} synthetic jobs (generated in {took:.0f} s), submit times"
-                f" scaled to offered load {STORE_LOAD}; conservative on the first --window jobs"
-                f"\n{header}"
+                f" scaled to offered load {STORE_LOAD}; conservative on the first"
+                f" {args.store_conservative:,} jobs\n{header}"
             )
             for policy, backfill in rows:
-                whole = 0 if backfill == "conservative" else 1
-                print(heavy_row(trace, "store", policy, backfill, args, whole), flush=True)
+                first = args.store_conservative if backfill == "conservative" else 0
+                print(heavy_row(trace, "store", policy, backfill, args, 1, first), flush=True)
     return 0
 
 

@@ -197,7 +197,8 @@ void Simulator::conservative_scan() {
   if (index_ && !groups_ && index_scans() == WaitingIndex::Scans::kConservative) {
     // FCFS (on at most kIndexPlanSizes sizes): the plan near now, or the whole plan where that
     // cannot tell what starts (rare). On predictions, index_ searches the jobs' predictions.
-    // SJF and F1 rank short or small jobs first: their last job that can start comes early.
+    // SJF (where groups hold few jobs: plans_by_groups()) and F1 rank short or small jobs
+    // first: their last job that can start comes early.
     const bool near = policy_ == Policy::kFcfs &&
                       queue_.size() - stale_ > kNearJobsPerClass * index_->size_classes();
     const bool held = plan_holds();
@@ -309,8 +310,8 @@ bool Simulator::plan_through(const Order& order, size_t k, size_t last) {
   return true;
 }
 
-// WFP3, UNICEP, SJBF and FCFS (on more than kIndexPlanSizes sizes) with requests, WFP3, UNICEP
-// and SJBF on predictions: in a group of waiting jobs (equal procs and request, and user for SJBF
+// WFP3, UNICEP, SJBF, FCFS and SJF (plans_by_groups()) with requests, WFP3, UNICEP and SJBF on
+// predictions: in a group of waiting jobs (equal procs and request, and user for SJBF
 // and on predictions, one estimate) policy order is index order and every job fits now or none
 // does; once one cannot start, none after it can. The walk merges the groups
 // by policy order at now from their oldest jobs (merge_heads(), merge_pop()) and ends once no group
@@ -470,8 +471,8 @@ constexpr double kCutSlack = 0.95;
 
 // The groups' heads in policy order, without a heap or a sort over all of them (a walk pops a
 // few dozen of some hundreds): one pass keys every group's oldest job into heads_, which
-// merge_pop() puts into order only as far as the walk reaches (SJBF, FCFS: ordered_heads_ holds
-// them in order). The groups' next jobs, pushed as the walk goes, wait in the heap nexts_.
+// merge_pop() puts into order only as far as the walk reaches (SJBF, FCFS, SJF: ordered_heads_
+// holds them in order). The groups' next jobs, pushed as the walk goes, wait in the heap nexts_.
 void Simulator::merge_heads() {
   heads_.resize(groups_->live());
   merged_ = heads_settled_ = 0;
@@ -501,7 +502,7 @@ void Simulator::merge_heads() {
         return -wfp3_product(now, submit, cached);
       });
       break;
-    default:  // UNICEP (SJBF's and FCFS's heads are kept in order: above)
+    default:  // UNICEP (SJBF's, FCFS's and SJF's heads are kept in order: above)
       key_each([now](size_t, double submit, double divisor) {
         return unicep_score(now, submit, divisor);
       });
@@ -604,7 +605,8 @@ inline Simulator::Keyed Simulator::merge_pop() {
   return heads_[merged_++];
 }
 
-// Puts heads_[merged_] into its place in policy order (SJBF, FCFS: the next of ordered_heads_), and
+// Puts heads_[merged_] into its place in policy order (SJBF, FCFS, SJF: the next of
+// ordered_heads_), and
 // with it (WFP3) the heads after it whose keys are close, a chain of them: those are ordered by
 // before(), which settles them by the score; a key after them is not close to any before it.
 void Simulator::settle_heads() {

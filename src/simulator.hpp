@@ -113,8 +113,8 @@ class Simulator {
   }
   // cached_'s value for job j under policy_.
   double cached_of(size_t j) const;
-  // An empty index_ (FCFS, SJF, F1) or groups_ (the others) for policy_; FCFS gets both where
-  // fcfs_plans_by_groups().
+  // An empty index_ (FCFS, SJF, F1) or groups_ (the others) for policy_; FCFS and SJF get both
+  // where plans_by_groups().
   void make_index();
   // A job joins or leaves the waiting jobs of index_ and groups_ (and ordered_heads_).
   void index_add(int32_t job);
@@ -164,10 +164,20 @@ class Simulator {
   static constexpr size_t kIndexPlanSizes = 16;
   bool window_has_many_sizes() const;
   bool many_sizes_ = false;  // conservative (or rule actions) only: window_has_many_sizes()
-  bool fcfs_plans_by_groups() const {
-    return policy_ == Policy::kFcfs && estimate_ == Estimate::kRequest &&
-           index_scans() == WaitingIndex::Scans::kConservative && many_sizes_;
+  // Conservative scans with requests plan by groups under FCFS where the window holds many
+  // sizes, and under SJF where its groups also hold many jobs each (groups_hold_many_): SJF
+  // ranks long requests last, so its last job that can start comes late in a long queue of few
+  // requests (the store's first 300,000 jobs, 10 requests, 81 jobs a group: by index 13.8k
+  // jobs/s, by groups 115k), but by groups it was slower where groups hold few jobs (KTH-SP2
+  // 16 a group, x0.25 418k -> 244k; lublin_256 1.6, 430k -> 136k; HPC2N 9, 653k -> 517k).
+  bool plans_by_groups() const {
+    return (policy_ == Policy::kFcfs || (policy_ == Policy::kSjf && groups_hold_many_)) &&
+           estimate_ == Estimate::kRequest && index_scans() == WaitingIndex::Scans::kConservative &&
+           many_sizes_;
   }
+  static constexpr size_t kManyJobsPerGroup = 32;
+  bool window_groups_hold_many() const;
+  bool groups_hold_many_ = false;  // many_sizes_ only: window_groups_hold_many()
   // The scans that use index_: EASY's and conservative's (on predictions, with few sizes), but
   // not an agent's.
   WaitingIndex::Scans index_scans() const {
@@ -320,8 +330,9 @@ class Simulator {
   // (apply_events()), so the order is kept as jobs arrive and start: a pick takes the first, a
   // conservative scan walks it, and neither keys every group (on LANL-CM5 x0.5, some
   // hundreds). Per group its key there; per user its groups there (at user_at_ in the list).
-  // FCFS's conservative scans by groups walk them too, each keyed by its own at_least_tenth(
-  // submit time), which never changes (CPU time against sorting them at each scan: the store's
+  // FCFS's and SJF's conservative scans by groups walk them too, each keyed by its own score
+  // (at_least_tenth of the submit time or request), which never changes (CPU time against
+  // sorting them at each scan, FCFS: the store's
   // first 20,000 / 100,000 jobs 148k -> 176k / 60k -> 77k jobs/s, KTH-SP2 x0.5 96k -> 146k,
   // lublin_256 x0.5 44k -> 79k, HPC2N x0.25 143k -> 154k, x1 the same).
   bool keep_heads_ = false;

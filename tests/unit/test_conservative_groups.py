@@ -1,14 +1,15 @@
-"""Conservative backfilling of the group policies (WFP3, UNICEP, SJBF with requests, and FCFS
-on windows of more than 16 sizes) merges the groups of like jobs by policy order at the scan;
-the groups that come after the last fitting group's oldest job join the merge only when the
-walk reaches them (issue 17). A hand case where a fitting group's second job comes after a
-group that did not fit: that group's reservation must be made before the second job is tried;
-FCFS on many sizes against the reference; and past the walk's first 32 jobs, where the plan
-near now keeps only the groups that might still start before its end, a hand case and long
-queues of many groups against the reference."""
+"""Conservative backfilling of the group policies (WFP3, UNICEP, SJBF with requests, FCFS on
+windows of more than 16 sizes, and SJF there where groups hold 32 jobs or more) merges the
+groups of like jobs by policy order at the scan; the groups that come after the last fitting
+group's oldest job join the merge only when the walk reaches them (issue 17). A hand case
+where a fitting group's second job comes after a group that did not fit: that group's
+reservation must be made before the second job is tried; FCFS on many sizes and SJF on groups
+of many jobs against the reference; and past the walk's first 32 jobs, where the plan near now
+keeps only the groups that might still start before its end, a hand case and long queues of
+many groups against the reference."""
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference_sim import Job, simulate
 from simhelpers import cpp_starts
@@ -117,3 +118,33 @@ def test_classes_of_many_groups_plan_as_the_reference_plans(policy, workload):
     jobs, machine = workload
     expected = simulate(jobs, machine, policy, "conservative")
     assert cpp_starts(jobs, machine, policy, "conservative") == expected
+
+
+@st.composite
+def few_kinds(draw):
+    """17 sizes on 24 to 64 procs, each size's first job (10 s) among the first jobs, then 620
+    to 660 jobs in all of 2 of those sizes with requests of 10 s or 100 s: 19 groups of equal
+    procs and request, more than 32 jobs to a group, where SJF plans by groups (as on the
+    store), in bursts that keep the queue long."""
+    machine = draw(st.integers(24, 64))
+    sizes = draw(st.lists(st.integers(1, machine), min_size=17, max_size=17, unique=True))
+    jobs, submit = [], 0
+    for i in range(draw(st.integers(620, 660))):
+        submit += draw(st.sampled_from([0, 0, 0, 1, 7]))
+        requested = 10 if i < len(sizes) else draw(st.sampled_from([10, 100]))
+        runtime = draw(st.sampled_from([requested, requested // 2, requested // 10, 0]))
+        procs = sizes[i] if i < len(sizes) else draw(st.sampled_from(sizes[:2]))
+        jobs.append(Job(i + 1, float(submit), float(runtime), procs, float(requested), 0))
+    return jobs, machine
+
+
+@settings(
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=[HealthCheck.large_base_example, HealthCheck.too_slow],
+)
+@given(workload=few_kinds())
+def test_sjf_on_groups_of_many_jobs_plans_as_the_reference_plans(workload):
+    jobs, machine = workload
+    expected = simulate(jobs, machine, "sjf", "conservative")
+    assert cpp_starts(jobs, machine, "sjf", "conservative") == expected
