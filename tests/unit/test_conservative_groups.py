@@ -34,12 +34,16 @@ def many_sizes(draw, max_jobs: int, distinct: tuple[int, int] = (17, 24), min_jo
     return jobs, machine
 
 
+def plans_as_the_reference(workload, policy: str) -> None:
+    jobs, machine = workload
+    expected = simulate(jobs, machine, policy, "conservative")
+    assert cpp_starts(jobs, machine, policy, "conservative") == expected
+
+
 @settings(max_examples=40, deadline=None)
 @given(workload=many_sizes(max_jobs=90))
 def test_fcfs_on_many_sizes_plans_by_groups_as_the_reference_plans(workload):
-    jobs, machine = workload
-    expected = simulate(jobs, machine, "fcfs", "conservative")
-    assert cpp_starts(jobs, machine, "fcfs", "conservative") == expected
+    plans_as_the_reference(workload, "fcfs")
 
 
 @pytest.mark.parametrize("policy", ("wfp3", "sjbf"))
@@ -88,9 +92,7 @@ def test_the_plan_near_now_keeps_only_the_groups_that_may_start_before_its_end()
 @settings(max_examples=30, deadline=None)
 @given(workload=many_sizes(max_jobs=160, distinct=(30, 40), min_jobs=100))
 def test_long_queues_of_many_groups_plan_as_the_reference_plans(policy, workload):
-    jobs, machine = workload
-    expected = simulate(jobs, machine, policy, "conservative")
-    assert cpp_starts(jobs, machine, policy, "conservative") == expected
+    plans_as_the_reference(workload, policy)
 
 
 @st.composite
@@ -115,9 +117,7 @@ def many_requests(draw):
 @settings(max_examples=10, deadline=None)
 @given(workload=many_requests())
 def test_classes_of_many_groups_plan_as_the_reference_plans(policy, workload):
-    jobs, machine = workload
-    expected = simulate(jobs, machine, policy, "conservative")
-    assert cpp_starts(jobs, machine, policy, "conservative") == expected
+    plans_as_the_reference(workload, policy)
 
 
 @st.composite
@@ -145,6 +145,4 @@ def few_kinds(draw):
 )
 @given(workload=few_kinds())
 def test_sjf_on_groups_of_many_jobs_plans_as_the_reference_plans(workload):
-    jobs, machine = workload
-    expected = simulate(jobs, machine, "sjf", "conservative")
-    assert cpp_starts(jobs, machine, "sjf", "conservative") == expected
+    plans_as_the_reference(workload, "sjf")
