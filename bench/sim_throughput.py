@@ -124,8 +124,8 @@ def heavy_row(
     """The C++ core on the whole trace, or its `first` jobs (the best of `whole` runs), and on
     its first --window jobs, beside the reference on those."""
     run = functools.partial(simulate, estimate=args.estimate)
-    n = min(first, len(trace)) if first else len(trace)
-    full = n / best_of(whole, run, trace, policy, backfill, 0, n)
+    jobs = min(first, len(trace)) if first else len(trace)
+    full = jobs / best_of(whole, run, trace, policy, backfill, 0, jobs)
     n = min(args.window, len(trace))
     cpp = best_of(args.repeat, run, trace, policy, backfill, 0, n)
     run_reference = functools.partial(simulate_py, estimate=args.estimate)
@@ -162,7 +162,7 @@ def main() -> int:
     p.add_argument("--limit", type=float, default=60, help="seconds the reference may take")
     p.add_argument("--store-jobs", type=int, default=11_500_000, help="jobs of the store (0: none)")
     p.add_argument("--store-conservative", type=int, default=300_000,
-                   help="the store's first jobs for conservative (default 300,000)")  # fmt: skip
+                   help="the store's first jobs for conservative (300,000; 0: all)")  # fmt: skip
     p.add_argument("--tables", type=names(TABLES), default=list(TABLES), help="tables to print")
     p.add_argument("--policies", type=names(POLICIES), default=list(POLICIES), help="rows")
     p.add_argument("--backfills", type=names(BACKFILLS), default=list(BACKFILLS), help="rows")
