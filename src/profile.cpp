@@ -38,8 +38,9 @@ void Profile::lows(std::vector<Step>& out) const {
 
 // Each step's longest run with at least its free procs spans from the step after the last one
 // before it with fewer to the first one after it with fewer (all nearest smaller values, by a
-// stack): steps in rising_ have rising free procs, and a step popped there by one with no more
-// free procs has its run end at that one (with as many, that one's run holds it).
+// stack): steps in rising_ have rising free procs, and a step popped there by one with fewer
+// free procs has its run end at that one (by one with as many, it is left to that one, whose
+// run holds its own: each free count gets one pair).
 void Profile::runs_before(double near, std::vector<std::pair<int32_t, double>>& out) const {
   out.clear();
   rising_.clear();
@@ -50,7 +51,8 @@ void Profile::runs_before(double near, std::vector<std::pair<int32_t, double>>& 
       rising_.pop_back();
       const double from = steps_[rising_.empty() ? 0 : rising_.back() + 1].time;
       const double end = past ? std::numeric_limits<double>::infinity() : steps_[i].time;
-      if (s.free > 0 && from < near) out.emplace_back(s.free, end - from);
+      if (s.free > 0 && from < near && (past || s.free > steps_[i].free))
+        out.emplace_back(s.free, end - from);
     }
     if (!past) rising_.push_back(i);
   }
