@@ -25,6 +25,8 @@ constexpr size_t kNearJobsPerClass = 4;
 // walking this many jobs, where more heads are left (narrow_heads()).
 constexpr size_t kNarrowAfter = 32;
 constexpr size_t kNarrowShare = 2;
+// learn_near()'s bound on the plans near now skipped in a row.
+constexpr uint32_t kMostNearSkips = 64;
 }  // namespace
 
 // The waiting jobs in policy order as ranked_ holds them (positions), the hopeful ones marked.
@@ -219,7 +221,9 @@ void Simulator::conservative_scan() {
     // queue of tens of thousands: FCFS 24.9k -> 40.7k jobs/s there, first 200,000 WFP3 30.7k ->
     // 41.9k, SJBF 65.2k -> 71.5k.
     for (const double width : {near_width_, 2 * longest_request_, 8 * longest_request_, kWhole}) {
-      if (plan_by_groups(now_ + width)) break;  // the whole plan always tells
+      const bool told = plan_by_groups(now_ + width);  // the whole plan always tells
+      if (probing_near_) learn_near(told), probing_near_ = false;
+      if (told) break;
       unplan_starts();
     }
     start_planned();
@@ -367,6 +371,8 @@ bool Simulator::plan_by_groups(double near) {
     }
   }
   if (fit_classes_.empty()) return true;
+  probing_near_ = runs_past_near();
+  if (probing_near_ && near_skips_ > 0) return --near_skips_, probing_near_ = false, false;
   merge_heads();
   // The last group that fitted as the scan began and may still: no later job can start once
   // there is none. It moves back through fit_classes_ (at fit_class_).
@@ -431,6 +437,27 @@ bool Simulator::plan_by_groups(double near) {
     }
   }
   return true;
+}
+
+// Whether, with requests, a group that fits now as the scan begins would run past near_until_
+// (in a class, the fitting groups' last has the longest request): where a job of it can start,
+// the plan near now cannot tell (before_left_out()). How often that happens depends on the
+// workload: of such plans near now, on the store of bench/sim_throughput.py at load 1.2 (first
+// 300,000 jobs) WFP3's told at 22,481 of 175,354 and FCFS's at 12,134 of 174,281, on LANL-CM5
+// x0.25 UNICEP's at all but 66 of 114,323.
+inline bool Simulator::runs_past_near() const {
+  return !predicted_groups() &&
+         std::any_of(fit_classes_.begin(), fit_classes_.end(), [this](size_t c) {
+           return now_ + groups_->request_of(fit_cuts_[c].cut - 1) > near_until_;
+         });
+}
+
+// After a plan near now made where runs_past_near(): the plans near now such a scan skips (for
+// the wider plan at once) double after one that could not tell, up to kMostNearSkips, and halve
+// after one that told.
+void Simulator::learn_near(bool told) {
+  near_streak_ = told ? near_streak_ / 2 : std::clamp(2 * near_streak_, 1u, kMostNearSkips);
+  near_skips_ = near_streak_;
 }
 
 // Whether group g fitted now as the scan began (plan_by_groups()) and has not been found unable

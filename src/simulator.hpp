@@ -216,6 +216,8 @@ class Simulator {
   bool plan_by_index(bool held, double near);
   bool plan_by_groups(double near);
 
+  bool runs_past_near() const;
+  void learn_near(bool told);
   bool group_fits(size_t g) const;
   size_t last_fitting(size_t below);
   bool passed_over(int32_t procs, double duration);
@@ -388,6 +390,12 @@ class Simulator {
   // 1,667 whole plans; from 1/2 to 1/3 WFP3 -10%, UNICEP -16%, SJBF -9%; on KTH-SP2 at x1,
   // x0.5, x0.25 and lublin_256 at x1, x0.5: FCFS within 0.4%, WFP3 2% to 11% fewer).
   double near_width_ = 0, longest_request_ = 0;
+  // By groups, where a group that fits as a scan begins would run past the plan near now
+  // (runs_past_near()): whether this scan's plan near now was made all the same, and how many
+  // such plans to skip next and skipped after the last one made could not tell
+  // (learn_near()).
+  bool probing_near_ = false;
+  uint32_t near_skips_ = 0, near_streak_ = 0;
   // A size's free-procs runs (Profile::runs) as of profile_.changes() == changes, exact_until_
   // == until and whether the procs fitted free_ (fresh_runs()).
   struct ProcsRuns {
