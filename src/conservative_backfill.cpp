@@ -22,7 +22,8 @@ constexpr size_t kNone = std::numeric_limits<size_t>::max();
 // 1, 250M at 0).
 constexpr size_t kNearJobsPerClass = 4;
 // The plan near now by groups keeps only the heads that might still start before its end after
-// walking this many jobs, where more heads are left (narrow_heads()).
+// walking this many jobs, then twice as many and so on, where more heads are left
+// (narrow_heads()).
 constexpr size_t kNarrowAfter = 32;
 constexpr size_t kNarrowShare = 2;
 // learn_near()'s bound on the plans near now skipped in a row.
@@ -381,12 +382,16 @@ bool Simulator::plan_by_groups(double near) {
   // `touched`: the earliest time the profile or the free procs changed since the group at
   // `last` was last found still able to start a job; later changes leave it able to.
   double touched = std::numeric_limits<double>::infinity();
-  size_t walked = 0;
-  Keyed at{0, -1};  // the job walked last
+  size_t walked = 0, narrow_at = kNarrowAfter;
+  double narrowed_by = near_until_;  // narrow_heads()'s bound, once tried: then only a lower one
+  Keyed at{0, -1};                   // the job walked last
   while (last != WaitingGroups::kNoGroup) {
-    if (walked == kNarrowAfter && !std::isinf(near_until_) && !predicted_groups() &&
-        heads_.size() - merged_ > walked)
-      narrow_heads(at);
+    if (walked == narrow_at && !std::isinf(near_until_) && !predicted_groups() &&
+        heads_.size() - merged_ > kNarrowAfter) {
+      if (narrow_at == kNarrowAfter || exact_until_ < narrowed_by)
+        narrowed_by = std::min(near_until_, exact_until_), narrow_heads(at);
+      narrow_at *= 2;
+    }
     if (merged_ == heads_.size() && nexts_.empty()) break;  // the rest passed over
     // The job's procs and request (its estimate) are its group's: read from the groups' few
     // arrays, not the jobs' (one cache miss less per job walked).
@@ -543,23 +548,30 @@ void Simulator::merge_heads() {
   heads_sorted_ = first_heads(front);
 }
 
-// The plan near now, after its first kNarrowAfter jobs through `at`, keeps in heads_ only the
-// heads of groups not yet walked whose jobs might still start before near_until_: those of `procs`
-// with an estimate up to the longest run before near_until_ with at least procs free
-// (runs_before(), as passed_over() but up to no exact_until_). The profile only loses procs, so
-// the others' jobs have no slot before near_until_ now or later in the walk, and no job of
-// theirs would be reserved there in the plan from scratch: exact_until_ comes down to near_until_
-// (passed_over() or reserve_near() would leave them out one by one, with that bound or a lower
-// one). With requests, they are found by the groups' request buckets (each_live_within(), one
-// walk of bits per band of procs with one longest run: 8 bands a plan on the store; a search per
-// class of groups visited 210 classes to keep 26 groups); on predictions, which are not
-// requests, testing each group cost more than it saved (LANL-CM5 x0.25, 7-10% slower). Only
-// where at most 1 in kNarrowShare of the heads left would be kept: keying and sorting them again
-// costs more than the walk saves where the profile near now still has room (LANL-CM5 x0.25,
-// WFP3: half the heads would be kept). Over the store's first 200,000 jobs under FCFS, 25 of its
-// 283 groups are kept on average, where the walk would go on through 200 more.
+// The plan near now, after its first kNarrowAfter jobs through `at` (and again after twice as
+// many walked, and so on), keeps in heads_ only the heads of groups not yet walked whose jobs
+// might still start before `bound`, the lesser of near_until_ and exact_until_: those of `procs`
+// with an estimate up to the longest run beginning before it with at least procs free
+// (runs_before(), as passed_over() but up to no exact_until_). The profile only loses procs, and
+// before exact_until_ it is the plan from scratch's (after it, that plan has no more free procs),
+// so the others' jobs have no slot before `bound` now or later in the walk, nor in the plan from
+// scratch: exact_until_ comes down to `bound` (passed_over() or reserve_near() would leave them
+// out one by one, with that bound or a lower one). exact_until_ falls as the walk goes on
+// (narrowed by it, and again where it fell, against once by near_until_: the store at load 1.2,
+// first 300,000 jobs, FCFS 170k -> 193k jobs/s, WFP3 92k -> 108k, SJF 158k -> 223k; KTH-SP2
+// x0.25 WFP3 85k -> 118k, lublin_256 x0.5 80k -> 121k; HPC2N x0.5 and x0.25 1-2% slower, where
+// trying again at every doubling, whether exact_until_ fell or not, cost 4-7%). With requests, they
+// are found by the groups' request buckets (each_live_within(), one walk of bits per band of procs
+// with one longest run: 8 bands a plan on the store; a search per class of groups visited 210
+// classes to keep 26 groups); on predictions, which are not requests, testing each group cost more
+// than it saved (LANL-CM5 x0.25, 7-10% slower). Only where at most 1 in kNarrowShare of the heads
+// left would be kept: keying and sorting them again costs more than the walk saves where the
+// profile near now still has room (LANL-CM5 x0.25, WFP3: half the heads would be kept). Over the
+// store's first 200,000 jobs under FCFS, 25 of its 283 groups are kept on average, where the walk
+// would go on through 200 more.
 void Simulator::narrow_heads(const Keyed& at) {
-  profile_.runs_before(near_until_, runs_before_);
+  const double bound = std::min(near_until_, exact_until_);
+  profile_.runs_before(bound, runs_before_);
   // Procs in (the next pair's free, this pair's] have this pair's longest run.
   auto each_open = [&](auto visit) {
     for (size_t k = 0; k < runs_before_.size(); ++k) {
@@ -572,7 +584,7 @@ void Simulator::narrow_heads(const Keyed& at) {
   size_t open = 0;
   each_open([&](size_t) { ++open; });
   if (open * kNarrowShare > heads_.size() - merged_) return;
-  exact_until_ = std::min(exact_until_, near_until_);
+  exact_until_ = bound;
   kept_heads_.clear();
   each_open([&](size_t g) {
     if (const Keyed h = head(g, groups_->oldest_of(g)); before(at, h)) kept_heads_.push_back(h);

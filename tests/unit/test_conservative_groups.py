@@ -6,8 +6,10 @@ where a fitting group's second job comes after a group that did not fit: that gr
 reservation must be made before the second job is tried; FCFS on many sizes and SJF on groups
 of many jobs against the reference; and past the walk's first 32 jobs, where the plan near now
 keeps only the groups that might still start before its end, a hand case and long queues of
-many groups against the reference."""
+many groups against the reference, and again as exact_until_ falls: long queues of requests
+from 1 s to 1,000 s."""
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -146,3 +148,30 @@ def few_kinds(draw):
 @given(workload=few_kinds())
 def test_sjf_on_groups_of_many_jobs_plans_as_the_reference_plans(workload):
     plans_as_the_reference(workload, "sjf")
+
+
+def long_requests(seed: int) -> tuple[list[Job], int]:
+    """A long queue of 17 to 39 sizes on 40 to 128 procs, requests of 1 s to 1,000 s and runtimes
+    often far below (a quarter 0): walks that go on long after the plan near now has lowered
+    exact_until_ below its end, where its heads are narrowed again by that bound."""
+    rng = np.random.default_rng(seed)
+    machine = int(rng.integers(40, 129))
+    sizes = rng.choice(np.arange(1, machine + 1), int(rng.integers(17, 40)), replace=False)
+    n = int(rng.integers(150, 400))
+    submit = np.cumsum(rng.choice([0, 0, 0, 1, 7], n))
+    request = rng.choice([1, 3, 10, 30, 100, 300, 1000], n)
+    runtime = request // rng.choice([1, 2, 10], n) * (rng.random(n) > 0.25)
+    procs = np.concatenate([sizes, rng.choice(sizes, n - len(sizes))])
+    jobs = [
+        Job(i + 1, float(submit[i]), float(runtime[i]), int(procs[i]), float(request[i]), 0)
+        for i in range(n)
+    ]
+    return jobs, machine
+
+
+# Of seeds 0 to 149, two on which a build that narrowed the heads to half that bound's distance
+# from now started jobs elsewhere than the reference (14: FCFS, WFP3, SJBF; 28: UNICEP, SJBF).
+@pytest.mark.parametrize("seed", (14, 28))
+@pytest.mark.parametrize("policy", ("fcfs", "wfp3", "unicep", "sjbf"))
+def test_heads_narrowed_as_exact_until_falls_plan_as_the_reference_plans(policy, seed):
+    plans_as_the_reference(long_requests(seed), policy)
