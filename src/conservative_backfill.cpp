@@ -573,22 +573,19 @@ void Simulator::narrow_heads(const Keyed& at) {
   const double bound = std::min(near_until_, exact_until_);
   profile_.runs_before(bound, runs_before_);
   // Procs in (the next pair's free, this pair's] have this pair's longest run.
-  auto each_open = [&](auto visit) {
-    for (size_t k = 0; k < runs_before_.size(); ++k) {
-      const double limit = near_limit(runs_before_[k].second);
-      groups_->each_live_within(
-          k + 1 < runs_before_.size() ? runs_before_[k + 1].first : 0, runs_before_[k].first,
-          [limit](double request) { return request <= limit; }, visit);
-    }
-  };
-  size_t open = 0;
-  each_open([&](size_t) { ++open; });
-  if (open * kNarrowShare > heads_.size() - merged_) return;
+  open_groups_.clear();
+  for (size_t k = 0; k < runs_before_.size(); ++k) {
+    const double limit = near_limit(runs_before_[k].second);
+    groups_->each_live_within(
+        k + 1 < runs_before_.size() ? runs_before_[k + 1].first : 0, runs_before_[k].first,
+        [limit](double request) { return request <= limit; },
+        [&](size_t g) { open_groups_.push_back(static_cast<uint32_t>(g)); });
+  }
+  if (open_groups_.size() * kNarrowShare > heads_.size() - merged_) return;
   exact_until_ = bound;
   kept_heads_.clear();
-  each_open([&](size_t g) {
+  for (const uint32_t g : open_groups_)
     if (const Keyed h = head(g, groups_->oldest_of(g)); before(at, h)) kept_heads_.push_back(h);
-  });
   heads_.swap(kept_heads_);
   merged_ = heads_settled_ = heads_sorted_ = 0;
   head_bounds_.assign(1, static_cast<uint32_t>(heads_.size()));

@@ -442,6 +442,7 @@ class Simulator {
   // and the profile's longest runs before near now (Profile::runs_before()).
   bool narrowed_ = false;
   std::vector<Keyed> kept_heads_;
+  std::vector<uint32_t> open_groups_;  // narrow_heads()'s, scratch
   std::vector<std::pair<int32_t, double>> runs_before_;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
   std::optional<Predictions> predictions_;  // sjbf or estimate = predicted only
