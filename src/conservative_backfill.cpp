@@ -387,12 +387,12 @@ bool Simulator::plan_by_groups(double near) {
   Keyed at{0, -1};                   // the job walked last
   while (last != WaitingGroups::kNoGroup) {
     if (walked == narrow_at && !std::isinf(near_until_) && !predicted_groups() &&
-        heads_.size() - merged_ > kNarrowAfter) {
+        heads_end_ - merged_ > kNarrowAfter) {
       if (narrow_at == kNarrowAfter || exact_until_ < narrowed_by)
         narrowed_by = std::min(near_until_, exact_until_), narrow_heads(at);
       narrow_at *= 2;
     }
-    if (merged_ == heads_.size() && nexts_.empty()) break;  // the rest passed over
+    if (merged_ == heads_end_ && nexts_.empty()) break;  // the rest passed over
     // The job's procs and request (its estimate) are its group's: read from the groups' few
     // arrays, not the jobs' (one cache miss less per job walked).
     at = merge_pop(), ++walked;
@@ -506,7 +506,8 @@ constexpr double kCutSlack = 0.95;
 // merge_pop() puts into order only as far as the walk reaches (SJBF, FCFS, SJF: ordered_heads_
 // holds them in order). The groups' next jobs, pushed as the walk goes, wait in the heap nexts_.
 void Simulator::merge_heads() {
-  heads_.resize(groups_->live());
+  heads_end_ = groups_->live();
+  if (heads_.size() < heads_end_) heads_.resize(heads_end_);
   merged_ = heads_settled_ = 0;
   narrowed_ = false;
   nexts_.clear();
@@ -519,7 +520,7 @@ void Simulator::merge_heads() {
   // order, keyed now (its group's oldest job), is where this scan's walk most likely ends.
   const double now = now_, cut = deepest_head_key();
   // The heads keyed at most `cut` go to the front, the others to the back.
-  size_t front = 0, back = heads_.size();
+  size_t front = 0, back = heads_end_;
   auto key_each = [&](auto key) {
     groups_->each_live([&](size_t g, int32_t j, double submit, double cached) {
       const Keyed head{key(g, submit, cached), j};
@@ -542,9 +543,9 @@ void Simulator::merge_heads() {
   // Every head in the front comes before every one behind (a bound of sort_heads_through()):
   // the first heads are found there, and the heads behind it are partitioned only if the walk
   // gets there. A front too short for the first heads is not kept apart.
-  head_bounds_.assign(1, static_cast<uint32_t>(heads_.size()));
-  if (front < std::min(heads_.size(), kFirstHeads)) front = heads_.size();
-  if (front < heads_.size()) head_bounds_.push_back(static_cast<uint32_t>(front));
+  head_bounds_.assign(1, static_cast<uint32_t>(heads_end_));
+  if (front < std::min(heads_end_, kFirstHeads)) front = heads_end_;
+  if (front < heads_end_) head_bounds_.push_back(static_cast<uint32_t>(front));
   heads_sorted_ = first_heads(front);
 }
 
@@ -581,14 +582,13 @@ void Simulator::narrow_heads(const Keyed& at) {
         [limit](double request) { return request <= limit; },
         [&](size_t g) { open_groups_.push_back(static_cast<uint32_t>(g)); });
   }
-  if (open_groups_.size() * kNarrowShare > heads_.size() - merged_) return;
+  if (open_groups_.size() * kNarrowShare > heads_end_ - merged_) return;
   exact_until_ = bound;
-  kept_heads_.clear();
+  heads_end_ = 0;  // as many open groups as heads at most: heads_ is as long as the live groups
   for (const uint32_t g : open_groups_)
-    if (const Keyed h = head(g, groups_->oldest_of(g)); before(at, h)) kept_heads_.push_back(h);
-  heads_.swap(kept_heads_);
+    if (const Keyed h = head(g, groups_->oldest_of(g)); before(at, h)) heads_[heads_end_++] = h;
   merged_ = heads_settled_ = heads_sorted_ = 0;
-  head_bounds_.assign(1, static_cast<uint32_t>(heads_.size()));
+  head_bounds_.assign(1, static_cast<uint32_t>(heads_end_));
   narrowed_ = true;
 }
 
@@ -631,8 +631,8 @@ size_t Simulator::first_heads(size_t end) {
 
 // The first job in policy order among heads_ from merged_ on and nexts_.
 inline Simulator::Keyed Simulator::merge_pop() {
-  if (merged_ == heads_settled_ && merged_ < heads_.size()) settle_heads();
-  if (!nexts_.empty() && (merged_ == heads_.size() || before(nexts_.front(), heads_[merged_]))) {
+  if (merged_ == heads_settled_ && merged_ < heads_end_) settle_heads();
+  if (!nexts_.empty() && (merged_ == heads_end_ || before(nexts_.front(), heads_[merged_]))) {
     std::pop_heap(nexts_.begin(), nexts_.end(), after_in_order());
     const Keyed k = nexts_.back();
     nexts_.pop_back();
@@ -654,7 +654,7 @@ void Simulator::settle_heads() {
   size_t end = merged_ + 1;
   sort_heads_through(merged_);
   if (policy_ == Policy::kWfp3) {
-    while (end < heads_.size() &&
+    while (end < heads_end_ &&
            (sort_heads_through(end), close_keys(heads_[end - 1].first, heads_[end].first)))
       ++end;
     if (end - merged_ > 1)
@@ -666,7 +666,7 @@ void Simulator::settle_heads() {
 
 // Sorts heads_ by (key, job) through position i, partitioning only what lies before: an
 // incremental quicksort (Paredes and Navarro, 2006). head_bounds_ holds positions past
-// heads_sorted_, the nearest on top (heads_.size() at the bottom): every head before one of
+// heads_sorted_, the nearest on top (heads_end_ at the bottom): every head before one of
 // them comes before every head from it on.
 void Simulator::sort_heads_through(size_t i) {
   while (heads_sorted_ <= i) {

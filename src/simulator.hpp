@@ -434,14 +434,15 @@ class Simulator {
   std::vector<uint32_t> fitted_;  // predicted_groups(): per group, the last call it fitted at
   std::vector<size_t> fit_classes_;
   size_t fit_class_ = 0;
+  // heads_[0, heads_end_): the heads (heads_ keeps its length between plans, not cleared anew).
   std::vector<Keyed> heads_, nexts_;
+  size_t heads_end_ = 0;
   std::set<Keyed>::const_iterator next_head_;  // keep_heads_: the next of ordered_heads_ to walk
   std::vector<uint32_t> head_bounds_;
   size_t merged_ = 0, heads_sorted_ = 0, heads_settled_ = 0;
   // narrow_heads()'s: whether it kept only some heads (then keyed, in heads_, as WFP3's are),
   // and the profile's longest runs before near now (Profile::runs_before()).
   bool narrowed_ = false;
-  std::vector<Keyed> kept_heads_;
   std::vector<uint32_t> open_groups_;  // narrow_heads()'s, scratch
   std::vector<std::pair<int32_t, double>> runs_before_;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
