@@ -263,7 +263,7 @@ class Simulator {
   void merge_heads();
   void narrow_heads(const Keyed& at);
   size_t first_heads(size_t end);
-  double deepest_head_key() const;
+  double deepest_head_key(bool narrowed) const;
   Keyed merge_pop();
   void settle_heads();
   void sort_heads_through(size_t i);
@@ -443,6 +443,7 @@ class Simulator {
   // narrow_heads()'s: whether it kept only some heads (then keyed, in heads_, as WFP3's are),
   // and the profile's longest runs before near now (Profile::runs_before()).
   bool narrowed_ = false;
+  int32_t narrowed_at_ = -1;
   std::vector<uint32_t> open_groups_;  // narrow_heads()'s, scratch
   std::vector<std::pair<int32_t, double>> runs_before_;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
