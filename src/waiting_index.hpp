@@ -560,6 +560,8 @@ class WaitingGroups {
       bottoms_[bucket_[g]] = std::min(bottoms_[bucket_[g]], requests_[g]);
     }
     ending_bits_.resize(tops_.size() * live_bits_.size());
+    live_summary_.resize((live_bits_.size() + 63) / 64);
+    ending_summary_.resize(tops_.size() * live_summary_.size());
   }
   // Jobs are added in index order.
   void add(int32_t j) {
@@ -620,9 +622,9 @@ class WaitingGroups {
                            Predicted predicted = nullptr) const {
     const size_t to = groups_to(free), anyway = std::min(groups_to(std::min(free, extra)), to);
     auto oldest = [&](size_t k) { visit(oldest_[k], oldest_submit_[k], cached_[k]); };
-    each_bit(live_bits_.data(), 0, anyway, oldest);
+    each_live_bit(0, anyway, oldest);
     if constexpr (!std::is_null_pointer_v<Predicted>) {
-      each_bit(live_bits_.data(), anyway, to, [&](size_t k) {
+      each_live_bit(anyway, to, [&](size_t k) {
         if (now + predicted(k) <= shadow) oldest(k);
       });
       return;
@@ -641,7 +643,7 @@ class WaitingGroups {
   // order: a walk of the live groups' bits among the first groups_to(p).
   template <typename Visit>
   void each_live_to(int32_t p, Visit visit) const {
-    each_bit(live_bits_.data(), 0, groups_to(p), visit);
+    each_live_bit(0, groups_to(p), visit);
   }
   // Calls visit(g, end) for every class of groups of equal procs, with procs <= p, that has a
   // group with a waiting job, in procs order: g is the first such group, `end` the group after
@@ -721,15 +723,36 @@ class WaitingGroups {
     int32_t waiting = 0;
     size_t live_at = 0;  // its position in live_ while it has waiting jobs
   };
-  // Calls visit(k) for every bit k set in [from, to), in order.
+  // Word `word` of `words`, its bits outside [from, to) cleared.
+  static uint64_t bits_within(const uint64_t* words, size_t word, size_t from, size_t to) {
+    uint64_t bits = words[word];
+    if (64 * word < from) bits &= ~uint64_t{0} << (from % 64);
+    if (64 * word + 64 > to) bits &= (uint64_t{1} << (to - 64 * word)) - 1;
+    return bits;
+  }
+  // Calls visit(k) for every bit k set in [from, to) of `words`, in order, where `summary` has
+  // bit w set iff words[w] is not 0: words with none set are skipped 64 at a time (the store's
+  // SJBF groups, by user, are 16,914, of which ~350 have waiting jobs).
   template <typename Visit>
-  static void each_bit(const uint64_t* words, size_t from, size_t to, Visit visit) {
-    for (size_t word = from / 64; 64 * word < to; ++word) {
-      uint64_t bits = words[word];
-      if (64 * word < from) bits &= ~uint64_t{0} << (from % 64);
-      if (64 * word + 64 > to) bits &= (uint64_t{1} << (to - 64 * word)) - 1;
-      for (; bits; bits &= bits - 1) visit(64 * word + __builtin_ctzll(bits));
-    }
+  static void each_bit(const uint64_t* words, const uint64_t* summary, size_t from, size_t to,
+                       Visit visit) {
+    const size_t first = from / 64, end = (to + 63) / 64;  // the words of [from, to)
+    for (size_t s = first / 64; 64 * s < end; ++s)
+      for (uint64_t any = bits_within(summary, s, first, end); any; any &= any - 1) {
+        const size_t word = 64 * s + __builtin_ctzll(any);
+        for (uint64_t bits = bits_within(words, word, from, to); bits; bits &= bits - 1)
+          visit(64 * word + __builtin_ctzll(bits));
+      }
+  }
+  // each_bit() over the live groups, and over those of the buckets up to b.
+  template <typename Visit>
+  void each_live_bit(size_t from, size_t to, Visit visit) const {
+    each_bit(live_bits_.data(), live_summary_.data(), from, to, visit);
+  }
+  template <typename Visit>
+  void each_ending_bit(size_t b, size_t from, size_t to, Visit visit) const {
+    each_bit(&ending_bits_[b * live_bits_.size()], &ending_summary_[b * live_summary_.size()], from,
+             to, visit);
   }
   // Calls visit(k) for every group k in [from, to) with a waiting job whose request `ends`
   // (true up to some request, false past it): buckets [0, ending) end whole, bucket `ending`
@@ -739,21 +762,26 @@ class WaitingGroups {
   void each_live_ending(size_t from, size_t to, Ends ends, Visit visit) const {
     const size_t ending = std::partition_point(tops_.begin(), tops_.end(), ends) - tops_.begin();
     if (ending == tops_.size())
-      each_bit(live_bits_.data(), from, to, visit);
+      each_live_bit(from, to, visit);
     else if (ends(bottoms_[ending]))
-      each_bit(&ending_bits_[ending * live_bits_.size()], from, to, [&](size_t k) {
+      each_ending_bit(ending, from, to, [&](size_t k) {
         if (ends(requests_[k])) visit(k);
       });
     else if (ending > 0)
-      each_bit(&ending_bits_[(ending - 1) * live_bits_.size()], from, to, visit);
+      each_ending_bit(ending - 1, from, to, visit);
   }
-  // Sets (or clears) group id's bit in live_bits_ and in ending_bits_ from its bucket on.
+  // Sets (or clears) group id's bit in live_bits_ and in ending_bits_ from its bucket on, and
+  // their summaries' bits of its word.
   void mark_live(int32_t id, bool live) {
-    const uint64_t bit = uint64_t{1} << (id % 64);
-    auto mark = [&](uint64_t& word) { word = live ? word | bit : word & ~bit; };
-    mark(live_bits_[id / 64]);
+    const size_t w = id / 64;
+    const uint64_t bit = uint64_t{1} << (id % 64), word_bit = uint64_t{1} << (w % 64);
+    auto mark = [&](uint64_t* words, uint64_t* summary) {
+      words[w] = live ? words[w] | bit : words[w] & ~bit;
+      summary[w / 64] = words[w] ? summary[w / 64] | word_bit : summary[w / 64] & ~word_bit;
+    };
+    mark(live_bits_.data(), live_summary_.data());
     for (size_t b = bucket_[id]; b < tops_.size(); ++b)
-      mark(ending_bits_[b * live_bits_.size() + id / 64]);
+      mark(&ending_bits_[b * live_bits_.size()], &ending_summary_[b * live_summary_.size()]);
   }
   // How many groups have procs <= p.
   size_t groups_to(int32_t p) const {
@@ -793,6 +821,8 @@ class WaitingGroups {
   std::vector<double> tops_, bottoms_;
   std::vector<uint8_t> bucket_;
   std::vector<uint64_t> ending_bits_;
+  // Per word of live_bits_, and per bucket per word of its ending_bits_: a bit if it has one.
+  std::vector<uint64_t> live_summary_, ending_summary_;
 };
 
 // SJBF's pick without backfilling: the job of least (score, index) among the groups' oldest
