@@ -558,11 +558,12 @@ void Simulator::merge_heads() {
 // before exact_until_ it is the plan from scratch's (after it, that plan has no more free procs),
 // so the others' jobs have no slot before `bound` now or later in the walk, nor in the plan from
 // scratch: exact_until_ comes down to `bound` (passed_over() or reserve_near() would leave them
-// out one by one, with that bound or a lower one). exact_until_ falls as the walk goes on
-// (narrowed by it, and again where it fell, against once by near_until_: the store at load 1.2,
-// first 300,000 jobs, FCFS 170k -> 193k jobs/s, WFP3 92k -> 108k, SJF 158k -> 223k; KTH-SP2
-// x0.25 WFP3 85k -> 118k, lublin_256 x0.5 80k -> 121k; HPC2N x0.5 and x0.25 1-2% slower, where
-// trying again at every doubling, whether exact_until_ fell or not, cost 4-7%). With requests, they
+// out one by one, with that bound or a lower one). exact_until_ falls as the walk goes on, so
+// narrowing by it, and again after 64, 128, ... jobs walked where it fell since, keeps fewer
+// heads than narrowing once by near_until_ (the store at load 1.2, first 300,000 jobs: FCFS 170k
+// -> 193k jobs/s, WFP3 92k -> 108k, SJF 158k -> 223k; KTH-SP2 x0.25 WFP3 85k -> 118k, lublin_256
+// x0.5 80k -> 121k; HPC2N x0.5 and x0.25 1-2% slower, where trying again at every doubling,
+// whether exact_until_ fell or not, cost 4-7%). With requests, they
 // are found by the groups' request buckets (each_live_within(), one walk of bits per band of procs
 // with one longest run: 8 bands a plan on the store; a search per class of groups visited 210
 // classes to keep 26 groups); on predictions, which are not requests, testing each group cost more

@@ -441,7 +441,8 @@ class Simulator {
   std::vector<uint32_t> head_bounds_;
   size_t merged_ = 0, heads_sorted_ = 0, heads_settled_ = 0;
   // narrow_heads()'s: whether it kept only some heads (then keyed, in heads_, as WFP3's are),
-  // and the profile's longest runs before near now (Profile::runs_before()).
+  // the job walked when it did, and the profile's longest runs before its bound
+  // (Profile::runs_before()).
   bool narrowed_ = false;
   int32_t narrowed_at_ = -1;
   std::vector<uint32_t> open_groups_;  // narrow_heads()'s, scratch
