@@ -8,6 +8,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
+#include <utility>
 
 #include "simulator.hpp"
 
@@ -223,7 +224,7 @@ void Simulator::conservative_scan() {
     // 41.9k, SJBF 65.2k -> 71.5k.
     for (const double width : {near_width_, 2 * longest_request_, 8 * longest_request_, kWhole}) {
       const bool told = plan_by_groups(now_ + width);  // the whole plan always tells
-      if (probing_near_) learn_near(told), probing_near_ = false;
+      if (std::exchange(probing_near_, false)) learn_near(told);
       if (told) break;
       unplan_starts();
     }
@@ -372,8 +373,13 @@ bool Simulator::plan_by_groups(double near) {
     }
   }
   if (fit_classes_.empty()) return true;
-  probing_near_ = runs_past_near();
-  if (probing_near_ && near_skips_ > 0) return --near_skips_, probing_near_ = false, false;
+  if (runs_past_near()) {
+    if (near_skips_ > 0) {
+      --near_skips_;
+      return false;  // as if it could not tell: the wider plan comes at once
+    }
+    probing_near_ = true;
+  }
   merge_heads();
   // The last group that fitted as the scan began and may still: no later job can start once
   // there is none. It moves back through fit_classes_ (at fit_class_).
@@ -383,13 +389,14 @@ bool Simulator::plan_by_groups(double near) {
   // `last` was last found still able to start a job; later changes leave it able to.
   double touched = std::numeric_limits<double>::infinity();
   size_t walked = 0, narrow_at = kNarrowAfter;
-  double narrowed_by = near_until_;  // narrow_heads()'s bound, once tried: then only a lower one
-  Keyed at{0, -1};                   // the job walked last
+  // narrow_heads()'s last bound: it is tried again only with a lower one.
+  double narrowed_by = std::numeric_limits<double>::infinity();
+  Keyed at{0, -1};  // the job walked last
   while (last != WaitingGroups::kNoGroup) {
     if (walked == narrow_at && !std::isinf(near_until_) && !predicted_groups() &&
         heads_end_ - merged_ > kNarrowAfter) {
-      if (narrow_at == kNarrowAfter || exact_until_ < narrowed_by)
-        narrowed_by = std::min(near_until_, exact_until_), narrow_heads(at);
+      if (const double bound = std::min(near_until_, exact_until_); bound < narrowed_by)
+        narrowed_by = bound, narrow_heads(at, bound);
       narrow_at *= 2;
     }
     if (merged_ == heads_end_ && nexts_.empty()) break;  // the rest passed over
@@ -563,17 +570,16 @@ void Simulator::merge_heads() {
 // heads than narrowing once by near_until_ (the store at load 1.2, first 300,000 jobs: FCFS 170k
 // -> 193k jobs/s, WFP3 92k -> 108k, SJF 158k -> 223k; KTH-SP2 x0.25 WFP3 85k -> 118k, lublin_256
 // x0.5 80k -> 121k; HPC2N x0.5 and x0.25 1-2% slower, where trying again at every doubling,
-// whether exact_until_ fell or not, cost 4-7%). With requests, they
-// are found by the groups' request buckets (each_live_within(), one walk of bits per band of procs
-// with one longest run: 8 bands a plan on the store; a search per class of groups visited 210
-// classes to keep 26 groups); on predictions, which are not requests, testing each group cost more
-// than it saved (LANL-CM5 x0.25, 7-10% slower). Only where at most 1 in kNarrowShare of the heads
-// left would be kept: keying and sorting them again costs more than the walk saves where the
-// profile near now still has room (LANL-CM5 x0.25, WFP3: half the heads would be kept). Over the
-// store's first 200,000 jobs under FCFS, 25 of its 283 groups are kept on average, where the walk
-// would go on through 200 more.
-void Simulator::narrow_heads(const Keyed& at) {
-  const double bound = std::min(near_until_, exact_until_);
+// whether exact_until_ fell or not, cost 4-7%). With requests, they are found by the groups'
+// request buckets (each_live_within(), one walk of bits per band of procs with one longest run:
+// 8 bands a plan on the store; a search per class of groups visited 210 classes to keep 26
+// groups); on predictions, which are not requests, testing each group cost more than it saved
+// (LANL-CM5 x0.25, 7-10% slower). Only where at most 1 in kNarrowShare of the heads left would be
+// kept: keying and sorting them again costs more than the walk saves where the profile near now
+// still has room (LANL-CM5 x0.25, WFP3: half the heads would be kept). Over the store's first
+// 200,000 jobs under FCFS, 25 of its 283 groups are kept on average, where the walk would go on
+// through 200 more.
+void Simulator::narrow_heads(const Keyed& at, double bound) {
   profile_.runs_before(bound, runs_before_);
   // Procs in (the next pair's free, this pair's] have this pair's longest run.
   open_groups_.clear();
@@ -650,9 +656,9 @@ inline Simulator::Keyed Simulator::merge_pop() {
 }
 
 // Puts heads_[merged_] into its place in policy order (SJBF, FCFS, SJF: the next of
-// ordered_heads_), and
-// with it (WFP3) the heads after it whose keys are close, a chain of them: those are ordered by
-// before(), which settles them by the score; a key after them is not close to any before it.
+// ordered_heads_, unless narrowed), and with it (WFP3) the heads after it whose keys are close,
+// a chain of them: those are ordered by before(), which settles them by the score; a key after
+// them is not close to any before it.
 void Simulator::settle_heads() {
   if (keep_heads_ && !narrowed_) {
     heads_[merged_] = *next_head_++;

@@ -261,7 +261,7 @@ class Simulator {
     return [this](const Keyed& a, const Keyed& b) { return before(b, a); };
   }
   void merge_heads();
-  void narrow_heads(const Keyed& at);
+  void narrow_heads(const Keyed& at, double bound);
   size_t first_heads(size_t end);
   double deepest_head_key(bool narrowed) const;
   Keyed merge_pop();
