@@ -389,13 +389,16 @@ bool Simulator::plan_by_groups(double near) {
   // `last` was last found still able to start a job; later changes leave it able to.
   double touched = std::numeric_limits<double>::infinity();
   size_t walked = 0, narrow_at = kNarrowAfter;
-  // narrow_heads()'s last bound: it is tried again only with a lower one.
+  // narrow_heads()'s last bound: it is tried again only with a lower one, and only after now (a
+  // job that can start now has no slot before now: narrowed by now, its group would be dropped
+  // unseen, where the plan cannot tell whether it starts, before_left_out()).
   double narrowed_by = std::numeric_limits<double>::infinity();
   Keyed at{0, -1};  // the job walked last
   while (last != WaitingGroups::kNoGroup) {
     if (walked == narrow_at && !std::isinf(near_until_) && !predicted_groups() &&
         heads_end_ - merged_ > kNarrowAfter) {
-      if (const double bound = std::min(near_until_, exact_until_); bound < narrowed_by)
+      if (const double bound = std::min(near_until_, exact_until_);
+          bound < narrowed_by && bound > now_)
         narrowed_by = bound, narrow_heads(at, bound);
       narrow_at *= 2;
     }
