@@ -22,10 +22,11 @@ constexpr size_t kNone = std::numeric_limits<size_t>::max();
 // 5.09G; the store's first 2,000 jobs, 85 sizes and a short queue, 68M at 4 and above, 127M at
 // 1, 250M at 0).
 constexpr size_t kNearJobsPerClass = 4;
-// The plan near now by groups keeps only the heads that might still start before its end after
-// walking this many jobs, then twice as many and so on, where more heads are left
-// (narrow_heads()).
-constexpr size_t kNarrowAfter = 32;
+// The plan near now by groups keeps only the heads that might still start before its end
+// (narrow_heads()) after walking some jobs, then twice as many and so on, where more than
+// kNarrowLeft heads are left: learn_narrow() moves the first try within [kNarrowFirst,
+// kNarrowLast].
+constexpr size_t kNarrowLeft = 32, kNarrowFirst = 16, kNarrowLast = 64;
 constexpr size_t kNarrowShare = 2;
 // learn_near()'s bound on the plans near now skipped in a row.
 constexpr uint32_t kMostNearSkips = 64;
@@ -388,18 +389,21 @@ bool Simulator::plan_by_groups(double near) {
   // `touched`: the earliest time the profile or the free procs changed since the group at
   // `last` was last found still able to start a job; later changes leave it able to.
   double touched = std::numeric_limits<double>::infinity();
-  size_t walked = 0, narrow_at = kNarrowAfter;
-  // narrow_heads()'s last bound: it is tried again only with a lower one, and only after now (a
-  // job that can start now has no slot before now: narrowed by now, its group would be dropped
-  // unseen, where the plan cannot tell whether it starts, before_left_out()).
+  size_t walked = 0, narrow_at = narrow_after_;
+  // The bound narrow_heads() last narrowed by: it is tried again only with a lower one, and
+  // only after now (a job that can start now has no slot before now: narrowed by now, its group
+  // would be dropped unseen, where the plan cannot tell whether it starts, before_left_out()).
   double narrowed_by = std::numeric_limits<double>::infinity();
   Keyed at{0, -1};  // the job walked last
   while (last != WaitingGroups::kNoGroup) {
     if (walked == narrow_at && !std::isinf(near_until_) && !predicted_groups() &&
-        heads_end_ - merged_ > kNarrowAfter) {
+        heads_end_ - merged_ > kNarrowLeft) {
       if (const double bound = std::min(near_until_, exact_until_);
-          bound < narrowed_by && bound > now_)
-        narrowed_by = bound, narrow_heads(at, bound);
+          bound < narrowed_by && bound > now_) {
+        const bool narrowed = narrow_heads(at, bound);
+        if (narrowed) narrowed_by = bound;
+        learn_narrow(walked, narrowed);
+      }
       narrow_at *= 2;
     }
     if (merged_ == heads_end_ && nexts_.empty()) break;  // the rest passed over
@@ -473,6 +477,20 @@ inline bool Simulator::runs_past_near() const {
 void Simulator::learn_near(bool told) {
   near_streak_ = told ? near_streak_ / 2 : std::clamp(2 * near_streak_, 1u, kMostNearSkips);
   near_skips_ = near_streak_;
+}
+
+// After narrow_heads() tried at `walked` jobs: the next plan tries first after half as many
+// where it narrowed, and after twice as many where it did not at this plan's first try. A try
+// that keeps more than half the heads costs a walk of the groups' bits for nothing, one made
+// late leaves the walk to pass over the closed groups one by one, and where the right point
+// lies depends on the workload (instructions of conservative_scan(), the store's first 150,000
+// jobs / LANL-CM5 x0.25, against a fixed 32: WFP3 -12% / -2%, UNICEP -5% / -2%, SJBF -7% / -7%,
+// FCFS -10% / the index; a fixed 16: store -5% to -12%, LANL-CM5 +5% to +9%).
+void Simulator::learn_narrow(size_t walked, bool narrowed) {
+  if (narrowed)
+    narrow_after_ = std::max(walked / 2, kNarrowFirst);
+  else if (walked == narrow_after_)
+    narrow_after_ = std::min(2 * walked, kNarrowLast);
 }
 
 // Whether group g fitted now as the scan began (plan_by_groups()) and has not been found unable
@@ -560,29 +578,29 @@ void Simulator::merge_heads() {
   heads_sorted_ = first_heads(front);
 }
 
-// The plan near now, after its first kNarrowAfter jobs through `at` (and again after twice as
-// many walked, and so on), keeps in heads_ only the heads of groups not yet walked whose jobs
-// might still start before `bound`, the lesser of near_until_ and exact_until_: those of `procs`
-// with an estimate up to the longest run beginning before it with at least procs free
-// (runs_before(), as passed_over() but up to no exact_until_). The profile only loses procs, and
-// before exact_until_ it is the plan from scratch's (after it, that plan has no more free procs),
-// so the others' jobs have no slot before `bound` now or later in the walk, nor in the plan from
-// scratch: exact_until_ comes down to `bound` (passed_over() or reserve_near() would leave them
-// out one by one, with that bound or a lower one). exact_until_ falls as the walk goes on, so
-// narrowing by it, and again after 64, 128, ... jobs walked where it fell since, keeps fewer
-// heads than narrowing once by near_until_ (the store at load 1.2, first 300,000 jobs: FCFS 170k
-// -> 193k jobs/s, WFP3 92k -> 108k, SJF 158k -> 223k; KTH-SP2 x0.25 WFP3 85k -> 118k, lublin_256
-// x0.5 80k -> 121k; HPC2N x0.5 and x0.25 1-2% slower, where trying again at every doubling,
-// whether exact_until_ fell or not, cost 4-7%). With requests, they are found by the groups'
-// request buckets (each_live_within(), one walk of bits per band of procs with one longest run:
-// 8 bands a plan on the store; a search per class of groups visited 210 classes to keep 26
-// groups); on predictions, which are not requests, testing each group cost more than it saved
-// (LANL-CM5 x0.25, 7-10% slower). Only where at most 1 in kNarrowShare of the heads left would be
-// kept: keying and sorting them again costs more than the walk saves where the profile near now
-// still has room (LANL-CM5 x0.25, WFP3: half the heads would be kept). Over the store's first
-// 200,000 jobs under FCFS, 25 of its 283 groups are kept on average, where the walk would go on
-// through 200 more.
-void Simulator::narrow_heads(const Keyed& at, double bound) {
+// The plan near now, after its first narrow_after_ jobs through `at` (and again after twice as many
+// walked, and so on), keeps in heads_ only the heads of groups not yet walked whose jobs might
+// still start before `bound`, the lesser of near_until_ and exact_until_: those of `procs` with an
+// estimate up to the longest run beginning before it with at least procs free (runs_before(), as
+// passed_over() but up to no exact_until_). The profile only loses procs, and before exact_until_
+// it is the plan from scratch's (after it, that plan has no more free procs), so the others' jobs
+// have no slot before `bound` now or later in the walk, nor in the plan from scratch: exact_until_
+// comes down to `bound` (passed_over() or reserve_near() would leave them out one by one, with that
+// bound or a lower one). exact_until_ falls as the walk goes on, so narrowing by it, and again
+// after twice, four times, ... as many jobs walked where it fell since (or where the last try kept
+// too many), keeps fewer heads than narrowing once by near_until_ (the store at load 1.2, first
+// 300,000 jobs: FCFS 170k -> 193k jobs/s, WFP3 92k -> 108k, SJF 158k -> 223k; KTH-SP2 x0.25 WFP3
+// 85k -> 118k, lublin_256 x0.5 80k -> 121k; HPC2N x0.5 and x0.25 1-2% slower, where trying again at
+// every doubling, whether exact_until_ fell or not, cost 4-7%). With requests, they are found by
+// the groups' request buckets (each_live_within(), one walk of bits per band of procs with one
+// longest run: 8 bands a plan on the store; a search per class of groups visited 210 classes to
+// keep 26 groups); on predictions, which are not requests, testing each group cost more than it
+// saved (LANL-CM5 x0.25, 7-10% slower). Only where at most 1 in kNarrowShare of the heads left
+// would be kept: keying and sorting them again costs more than the walk saves where the profile
+// near now still has room (LANL-CM5 x0.25, WFP3: half the heads would be kept). Over the store's
+// first 200,000 jobs under FCFS, 25 of its 283 groups are kept on average, where the walk would go
+// on through 200 more. Returns whether it narrowed.
+bool Simulator::narrow_heads(const Keyed& at, double bound) {
   profile_.runs_before(bound, runs_before_);
   // Procs in (the next pair's free, this pair's] have this pair's longest run.
   open_groups_.clear();
@@ -593,7 +611,7 @@ void Simulator::narrow_heads(const Keyed& at, double bound) {
         [limit](double request) { return request <= limit; },
         [&](size_t g) { open_groups_.push_back(static_cast<uint32_t>(g)); });
   }
-  if (open_groups_.size() * kNarrowShare > heads_end_ - merged_) return;
+  if (open_groups_.size() * kNarrowShare > heads_end_ - merged_) return false;
   exact_until_ = bound;
   narrowed_at_ = at.second;
   heads_end_ = 0;  // as many open groups as heads at most: heads_ is as long as the live groups
@@ -602,6 +620,7 @@ void Simulator::narrow_heads(const Keyed& at, double bound) {
   merged_ = heads_settled_ = heads_sorted_ = 0;
   head_bounds_.assign(1, static_cast<uint32_t>(heads_end_));
   narrowed_ = true;
+  return true;
 }
 
 // The last plan's deepest head in policy order (heads_sorted_), or where it was `narrowed`, the

@@ -218,6 +218,7 @@ class Simulator {
 
   bool runs_past_near() const;
   void learn_near(bool told);
+  void learn_narrow(size_t walked, bool narrowed);
   bool group_fits(size_t g) const;
   size_t last_fitting(size_t below);
   bool passed_over(int32_t procs, double duration);
@@ -261,7 +262,7 @@ class Simulator {
     return [this](const Keyed& a, const Keyed& b) { return before(b, a); };
   }
   void merge_heads();
-  void narrow_heads(const Keyed& at, double bound);
+  bool narrow_heads(const Keyed& at, double bound);
   size_t first_heads(size_t end);
   double deepest_head_key(bool narrowed) const;
   Keyed merge_pop();
@@ -445,6 +446,7 @@ class Simulator {
   // (Profile::runs_before()).
   bool narrowed_ = false;
   int32_t narrowed_at_ = -1;
+  size_t narrow_after_ = 32;  // the jobs a plan walks before it first tries (learn_narrow())
   std::vector<uint32_t> open_groups_;  // narrow_heads()'s, scratch
   std::vector<std::pair<int32_t, double>> runs_before_;
   Profile profile_;  // conservative backfilling's, kept to reuse its memory between scans
