@@ -580,26 +580,27 @@ void Simulator::merge_heads() {
 
 // The plan near now, after its first narrow_after_ jobs through `at` (and again after twice as many
 // walked, and so on), keeps in heads_ only the heads of groups not yet walked whose jobs might
-// still start before `bound`, the lesser of near_until_ and exact_until_: those of `procs` with an
-// estimate up to the longest run beginning before it with at least procs free (runs_before(), as
-// passed_over() but up to no exact_until_). The profile only loses procs, and before exact_until_
-// it is the plan from scratch's (after it, that plan has no more free procs), so the others' jobs
-// have no slot before `bound` now or later in the walk, nor in the plan from scratch: exact_until_
-// comes down to `bound` (passed_over() or reserve_near() would leave them out one by one, with that
-// bound or a lower one). exact_until_ falls as the walk goes on, so narrowing by it, and again
-// after twice, four times, ... as many jobs walked where it fell since (or where the last try kept
-// too many), keeps fewer heads than narrowing once by near_until_ (the store at load 1.2, first
-// 300,000 jobs: FCFS 170k -> 193k jobs/s, WFP3 92k -> 108k, SJF 158k -> 223k; KTH-SP2 x0.25 WFP3
-// 85k -> 118k, lublin_256 x0.5 80k -> 121k; HPC2N x0.5 and x0.25 1-2% slower, where trying again at
-// every doubling, whether exact_until_ fell or not, cost 4-7%). With requests, they are found by
-// the groups' request buckets (each_live_within(), one walk of bits per band of procs with one
-// longest run: 8 bands a plan on the store; a search per class of groups visited 210 classes to
-// keep 26 groups); on predictions, which are not requests, testing each group cost more than it
-// saved (LANL-CM5 x0.25, 7-10% slower). Only where at most 1 in kNarrowShare of the heads left
-// would be kept: keying and sorting them again costs more than the walk saves where the profile
-// near now still has room (LANL-CM5 x0.25, WFP3: half the heads would be kept). Over the store's
-// first 200,000 jobs under FCFS, 25 of its 283 groups are kept on average, where the walk would go
-// on through 200 more. Returns whether it narrowed.
+// still start before `bound`, the lesser of near_until_ and exact_until_, after now
+// (plan_by_groups() sees to it: by now itself, the groups that can start now would be dropped too):
+// those of `procs` with an estimate up to the longest run beginning before it with at least procs
+// free (runs_before(), as passed_over() but up to no exact_until_). The profile only loses procs,
+// and before exact_until_ it is the plan from scratch's (after it, that plan has no more free
+// procs), so the others' jobs have no slot before `bound` now or later in the walk, nor in the plan
+// from scratch: exact_until_ comes down to `bound` (passed_over() or reserve_near() would leave
+// them out one by one, with that bound or a lower one). exact_until_ falls as the walk goes on, so
+// narrowing by it, and again after twice, four times, ... as many jobs walked where it fell since
+// (or where the last try kept too many), keeps fewer heads than narrowing once by near_until_ (the
+// store at load 1.2, first 300,000 jobs: FCFS 170k -> 193k jobs/s, WFP3 92k -> 108k, SJF 158k ->
+// 223k; KTH-SP2 x0.25 WFP3 85k -> 118k, lublin_256 x0.5 80k -> 121k; HPC2N x0.5 and x0.25 1-2%
+// slower, where trying again at every doubling, whether exact_until_ fell or not, cost 4-7%). With
+// requests, they are found by the groups' request buckets (each_live_within(), one walk of bits per
+// band of procs with one longest run: 8 bands a plan on the store; a search per class of groups
+// visited 210 classes to keep 26 groups); on predictions, which are not requests, testing each
+// group cost more than it saved (LANL-CM5 x0.25, 7-10% slower). Only where at most 1 in
+// kNarrowShare of the heads left would be kept: keying and sorting them again costs more than the
+// walk saves where the profile near now still has room (LANL-CM5 x0.25, WFP3: half the heads would
+// be kept). Over the store's first 200,000 jobs under FCFS, 25 of its 283 groups are kept on
+// average, where the walk would go on through 200 more. Returns whether it narrowed.
 bool Simulator::narrow_heads(const Keyed& at, double bound) {
   profile_.runs_before(bound, runs_before_);
   // Procs in (the next pair's free, this pair's] have this pair's longest run.

@@ -7,7 +7,8 @@ reservation must be made before the second job is tried; FCFS on many sizes and 
 of many jobs against the reference; and past the walk's first 32 jobs, where the plan near now
 keeps only the groups that might still start before its end, a hand case and long queues of
 many groups against the reference, and again as exact_until_ falls: long queues of requests
-from 1 s to 1,000 s."""
+from 1 s to 1,000 s, with runtimes within them and past them (where exact_until_ can fall to
+now itself)."""
 
 import numpy as np
 import pytest
