@@ -397,7 +397,7 @@ bool Simulator::plan_by_groups(double near) {
   Keyed at{0, -1};  // the job walked last
   while (last != WaitingGroups::kNoGroup) {
     if (walked == narrow_at && !std::isinf(near_until_) && !predicted_groups() &&
-        heads_end_ - merged_ > kNarrowLeft) {
+        heads_left() > kNarrowLeft) {
       if (const double bound = std::min(near_until_, exact_until_);
           bound < narrowed_by && bound > now_) {
         const bool narrowed = narrow_heads(at, bound);
@@ -427,9 +427,12 @@ bool Simulator::plan_by_groups(double near) {
         touched = std::min(touched, at);
       dropped_[g] = group_plans_;
     }
-    if (int32_t next = passed ? -1 : groups_->next_beside(j); next >= 0) {
-      nexts_.push_back(keyed(next));
-      std::push_heap(nexts_.begin(), nexts_.end(), after_in_order());
+    if (int32_t next = passed ? -1 : groups_->next_beside(j); next >= 0) push_next(keyed(next));
+    if (policy_ == Policy::kSjbf && !narrowed_ && in_capped(g) && groups_->oldest_of(g) == j) {
+      // The next head that its user's entry in ordered_heads_ stands for.
+      const std::set<int32_t>& jobs = capped_jobs_[group_users_[g]];
+      if (auto it = jobs.upper_bound(j); it != jobs.end())
+        push_next({user_capped_[group_users_[g]], *it}), --capped_left_;
     }
     while (last != WaitingGroups::kNoGroup) {
       if (dropped_[last] != group_plans_) {
@@ -534,11 +537,12 @@ constexpr double kCutSlack = 0.95;
 // merge_pop() puts into order only as far as the walk reaches (SJBF, FCFS, SJF: ordered_heads_
 // holds them in order). The groups' next jobs, pushed as the walk goes, wait in the heap nexts_.
 void Simulator::merge_heads() {
-  heads_end_ = groups_->live();
-  if (heads_.size() < heads_end_) heads_.resize(heads_end_);
+  if (heads_.size() < groups_->live()) heads_.resize(groups_->live());
+  heads_end_ = keep_heads_ ? ordered_heads_.size() : groups_->live();
   merged_ = heads_settled_ = 0;
   const bool was_narrowed = std::exchange(narrowed_, false);
   nexts_.clear();
+  capped_left_ = groups_->live() - heads_end_;
   if (keep_heads_) {  // in order already: settle_heads() takes them one by one
     next_head_ = ordered_heads_.begin();
     heads_sorted_ = 0;  // nor is there a deepest head for the next scan
@@ -612,15 +616,25 @@ bool Simulator::narrow_heads(const Keyed& at, double bound) {
         [limit](double request) { return request <= limit; },
         [&](size_t g) { open_groups_.push_back(static_cast<uint32_t>(g)); });
   }
-  if (open_groups_.size() * kNarrowShare > heads_end_ - merged_) return false;
+  if (open_groups_.size() * kNarrowShare > heads_left()) return false;
   exact_until_ = bound;
   narrowed_at_ = at.second;
+  if (policy_ == Policy::kSjbf && keep_heads_) {
+    // The heads taken from users' capped_jobs_ into nexts_ are among heads_ now if open.
+    nexts_.erase(std::remove_if(nexts_.begin(), nexts_.end(),
+                                [this](const Keyed& k) {
+                                  return groups_->oldest_of(groups_->group(k.second)) == k.second;
+                                }),
+                 nexts_.end());
+    std::make_heap(nexts_.begin(), nexts_.end(), after_in_order());
+  }
   heads_end_ = 0;  // as many open groups as heads at most: heads_ is as long as the live groups
   for (const uint32_t g : open_groups_)
     if (const Keyed h = head(g, groups_->oldest_of(g)); before(at, h)) heads_[heads_end_++] = h;
   merged_ = heads_settled_ = heads_sorted_ = 0;
   head_bounds_.assign(1, static_cast<uint32_t>(heads_end_));
   narrowed_ = true;
+  capped_left_ = 0;
   return true;
 }
 
@@ -664,6 +678,11 @@ size_t Simulator::first_heads(size_t end) {
   }
   for (size_t k = 0; k < n; ++k) heads_[k] = first[k].first;
   return n;
+}
+
+inline void Simulator::push_next(const Keyed& job) {
+  nexts_.push_back(job);
+  std::push_heap(nexts_.begin(), nexts_.end(), after_in_order());
 }
 
 // The first job in policy order among heads_ from merged_ on and nexts_.

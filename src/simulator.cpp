@@ -145,8 +145,11 @@ void Simulator::make_index() {
   if (backfill_ == Backfill::kNone) sjbf_picks_.emplace(users);
   if (!keep_heads_) return;
   user_groups_.resize(users);
-  sjbf_keys_.assign(groups_->size(), 0);
   user_at_.assign(groups_->size(), 0);
+  user_capped_.resize(users);
+  for (int32_t u = 0; u < users; ++u) user_capped_[u] = sjbf_capped(u);
+  capped_jobs_.assign(users, {});
+  capped_entry_.assign(users, Keyed{0, -1});
 }
 
 // The waiting jobs are indexed again for order p and backfill b; what the conservative scans

@@ -17,8 +17,12 @@ void Simulator::index_add(int32_t job) {
   // The group's first waiting job (jobs come in index order).
   if (sjbf_picks_) sjbf_move(g, -1, job);
   if (!keep_heads_) return;
-  if (policy_ == Policy::kSjbf) sjbf_keys_[g] = sjbf_score_of(g);
-  ordered_heads_.insert(head(g, job));
+  if (policy_ == Policy::kSjbf && in_capped(g)) {
+    capped_jobs_[group_users_[g]].insert(job);
+    settle_capped(group_users_[g]);
+  } else {
+    ordered_heads_.insert(head(g, job));
+  }
   if (policy_ != Policy::kSjbf) return;
   if (const int32_t u = group_users_[g]; u >= 0) {
     user_at_[g] = static_cast<uint32_t>(user_groups_[u].size());
@@ -33,13 +37,20 @@ void Simulator::index_remove(int32_t job) {
   const bool oldest = groups_->oldest_of(g) == job;
   groups_->remove(job);
   if (!oldest) return;
-  if (sjbf_picks_) sjbf_move(g, job, groups_->oldest_of(g));
+  const int32_t next = groups_->oldest_of(g);
+  if (sjbf_picks_) sjbf_move(g, job, next);
   if (!keep_heads_) return;
-  auto node = ordered_heads_.extract(head(g, job));
-  if (const int32_t next = groups_->oldest_of(g); next >= 0) {
+  if (policy_ == Policy::kSjbf && in_capped(g)) {
+    std::set<int32_t>& jobs = capped_jobs_[group_users_[g]];
+    jobs.erase(job);
+    if (next >= 0) jobs.insert(next);
+    settle_capped(group_users_[g]);
+  } else if (auto node = ordered_heads_.extract(head(g, job)); next >= 0) {
     node.value() = head(g, next);
     ordered_heads_.insert(std::move(node));
-  } else if (const int32_t u = policy_ == Policy::kSjbf ? group_users_[g] : -1; u >= 0) {
+  }
+  if (next >= 0) return;
+  if (const int32_t u = policy_ == Policy::kSjbf ? group_users_[g] : -1; u >= 0) {
     std::vector<uint32_t>& list = user_groups_[u];
     user_at_[list.back()] = user_at_[g];
     list[user_at_[g]] = list.back();
@@ -53,15 +64,37 @@ void Simulator::sjbf_move(size_t g, int32_t was, int32_t now) {
   sjbf_picks_->move(u, at_least_tenth(groups_->request_of(g)), was, now, sjbf_capped(u));
 }
 
-// User u's history changed: its groups with waiting jobs move to their new predictions.
+// User u's history changed: its entry moves to its new capped score, and the groups whose key
+// lies between the old and the new one join it or take entries of their own.
 void Simulator::sjbf_rekey(int32_t u) {
+  const double was = user_capped_[u], now = sjbf_capped(u);
+  if (now == was) return;
+  user_capped_[u] = now;
   for (uint32_t g : user_groups_[u]) {
-    const double key = sjbf_score_of(g);
-    if (key == sjbf_keys_[g]) continue;
-    auto node = ordered_heads_.extract(head(g, groups_->oldest_of(g)));
-    node.value().first = sjbf_keys_[g] = key;
-    ordered_heads_.insert(std::move(node));
+    const double key = group_key(g);
+    const bool capped = now < key;
+    if (capped == (was < key)) continue;
+    const int32_t oldest = groups_->oldest_of(g);
+    if (capped) {
+      ordered_heads_.erase({key, oldest});
+      capped_jobs_[u].insert(oldest);
+    } else {
+      capped_jobs_[u].erase(oldest);
+      ordered_heads_.insert({key, oldest});
+    }
   }
+  settle_capped(u);
+}
+
+// User u's entry in ordered_heads_ after a change of its capped score or capped_jobs_.
+void Simulator::settle_capped(int32_t u) {
+  const std::set<int32_t>& jobs = capped_jobs_[u];
+  const Keyed entry = jobs.empty() ? Keyed{0, -1} : Keyed{user_capped_[u], *jobs.begin()};
+  Keyed& was = capped_entry_[u];
+  if (entry == was) return;
+  if (was.second >= 0) ordered_heads_.erase(was);
+  if (entry.second >= 0) ordered_heads_.insert(entry);
+  was = entry;
 }
 
 }  // namespace ddppo
