@@ -45,7 +45,11 @@ def test_a_backfill_scan_predicts_each_group_from_its_own_user(backfill):
     assert cpp_starts(jobs, 4, "sjbf", backfill) == expected
 
 
-def test_the_pick_caps_a_users_requests_at_its_mean_and_follows_it():
+# On 1 proc conservative backfilling starts nothing out of order: its picks come from the
+# groups' heads it keeps in order, where one entry per user stands for the groups capped at its
+# mean, moved as the mean moves.
+@pytest.mark.parametrize("backfill", ("none", "conservative"))
+def test_the_pick_caps_a_users_requests_at_its_mean_and_follows_it(backfill):
     # 1 proc. User 1's jobs 1 (10 s) and 2 (30 s) run on [0, 10) and [10, 40). At 10 user 1's
     # mean is 10 and each of its waiting jobs scores 10 whatever its request: job 2 starts and
     # job 3, the oldest left (not job 5, of the least request), is picked to start at 40.
@@ -61,11 +65,12 @@ def test_the_pick_caps_a_users_requests_at_its_mean_and_follows_it():
         Job(6, 5.0, 1.0, 1, 100.0, 1),
     ]
     expected = {1: 0.0, 2: 10.0, 3: 40.0, 4: 43.0, 5: 41.0, 6: 42.0}
-    assert simulate(jobs, 1, "sjbf", "none") == expected
-    assert cpp_starts(jobs, 1, "sjbf", "none") == expected
+    assert simulate(jobs, 1, "sjbf", backfill) == expected
+    assert cpp_starts(jobs, 1, "sjbf", backfill) == expected
 
 
-def test_a_request_equal_to_the_users_mean_ties_with_the_capped_ones_by_age():
+@pytest.mark.parametrize("backfill", ("none", "conservative"))
+def test_a_request_equal_to_the_users_mean_ties_with_the_capped_ones_by_age(backfill):
     # 1 proc. User 1's job 1 runs 10 s from 0; jobs 2 (request 100) and 3 (request 10) arrive
     # as it ends, at 10, where user 1's mean is 10: both score 10 and job 2, the older, goes
     # first (job 2's request capped at the mean ties with job 3's request equal to it).
@@ -75,5 +80,5 @@ def test_a_request_equal_to_the_users_mean_ties_with_the_capped_ones_by_age():
         Job(3, 10.0, 4.0, 1, 10.0, 1),
     ]
     expected = {1: 0.0, 2: 10.0, 3: 14.0}
-    assert simulate(jobs, 1, "sjbf", "none") == expected
-    assert cpp_starts(jobs, 1, "sjbf", "none") == expected
+    assert simulate(jobs, 1, "sjbf", backfill) == expected
+    assert cpp_starts(jobs, 1, "sjbf", backfill) == expected
