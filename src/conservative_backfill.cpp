@@ -326,11 +326,33 @@ bool Simulator::plan_through(const Order& order, size_t k, size_t last) {
 // plan_through() makes FCFS's (false where it cannot tell what starts; near infinite: the whole
 // plan), a group passed over once the walk reaches it; the jobs that start go to starting_.
 bool Simulator::plan_by_groups(double near) {
-  plan_earliest_ = plan_from_scratch();
   near_until_ = near;
+  if (!std::exchange(base_kept_, false)) {
+    plan_earliest_ = plan_from_scratch();
+    fitting_groups();
+  }
+  if (fit_classes_.empty()) return true;
+  if (runs_past_near()) {
+    if (near_skips_ > 0) {
+      --near_skips_;
+      base_kept_ = true;  // the wider plan starts from this profile and these groups
+      return false;       // as if it could not tell: the wider plan comes at once
+    }
+    probing_near_ = true;
+  }
+  return walk_groups();
+}
+
+// plan_by_groups()'s first part: the profile of the running jobs and the committed one's
+// reservation, and the groups that fit now beside it (fit_cuts_, fit_classes_). Neither depends
+// on how near the plan is, so a plan near now that is skipped leaves them to the next
+// (base_kept_): on the store, 89,748 of WFP3's 204,699 plans near now over its first 150,000
+// jobs are skipped, and the instructions of conservative_scan() fall by 1.6% (UNICEP) to 3.8%
+// (SJBF) there (LANL-CM5 x 0.25: within 0.5%).
+void Simulator::fitting_groups() {
   profile_.lows(lows_);
   const int32_t free = std::min(free_, lows_[0].free);
-  ++group_plans_;  // a scan may plan thrice (near now, twice the longest request, whole)
+  ++group_plans_;  // a scan may plan four times (near now, 2 and 8 longest requests, whole)
   dropped_.resize(groups_->size());
   fit_cuts_.resize(groups_->classes());
   fit_classes_.clear();
@@ -373,14 +395,10 @@ bool Simulator::plan_by_groups(double near) {
           });
     }
   }
-  if (fit_classes_.empty()) return true;
-  if (runs_past_near()) {
-    if (near_skips_ > 0) {
-      --near_skips_;
-      return false;  // as if it could not tell: the wider plan comes at once
-    }
-    probing_near_ = true;
-  }
+}
+
+// plan_by_groups()'s walk, from fitting_groups()'s profile and groups.
+bool Simulator::walk_groups() {
   merge_heads();
   // The last group that fitted as the scan began and may still: no later job can start once
   // there is none. It moves back through fit_classes_ (at fit_class_).

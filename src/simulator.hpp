@@ -216,6 +216,9 @@ class Simulator {
   bool plan_holds();
   bool plan_by_index(bool held, double near);
   bool plan_by_groups(double near);
+  void fitting_groups();
+  bool walk_groups();
+  bool base_kept_ = false;  // a skipped plan near now left its profile and groups to the next
 
   bool runs_past_near() const;
   void learn_near(bool told);
