@@ -648,7 +648,7 @@ bool Simulator::narrow_heads(const Keyed& at, double bound) {
   }
   heads_end_ = 0;  // as many open groups as heads at most: heads_ is as long as the live groups
   for (const uint32_t g : open_groups_)
-    if (const Keyed h = head(g, groups_->oldest_of(g)); before(at, h)) heads_[heads_end_++] = h;
+    if (const Keyed h = oldest_head(g); before(at, h)) heads_[heads_end_++] = h;
   merged_ = heads_settled_ = heads_sorted_ = 0;
   head_bounds_.assign(1, static_cast<uint32_t>(heads_end_));
   narrowed_ = true;

@@ -258,6 +258,13 @@ class Simulator {
     const double key = group_key(g);
     return {u >= 0 ? std::min(user_capped_[u], key) : key, job};
   }
+  // Group g's oldest waiting job keyed as head() keys it; under WFP3 and UNICEP from the
+  // group's arrays, without reading the job's row (narrow_heads() keys some dozens a plan).
+  Keyed oldest_head(size_t g) const {
+    const int32_t j = groups_->oldest_of(g);
+    if (policy_ != Policy::kWfp3 && policy_ != Policy::kUnicep) return head(g, j);
+    return keyed(j, groups_->oldest_submit(g), groups_->cached_of(g));
+  }
   // SJBF: the key of group g's request, and whether its oldest job is among its user's
   // capped_jobs_ (that key is over the user's capped score).
   double group_key(size_t g) const { return at_least_tenth(groups_->request_of(g)); }

@@ -697,8 +697,9 @@ class WaitingGroups {
   // The oldest waiting job of j's group, -1 if none.
   int32_t oldest_beside(int32_t j) const { return oldest_of(group(j)); }
   // A conservative scan walks each group from its oldest waiting job: the group's id, its
-  // procs and request, its oldest waiting job (-1 if none), and the next waiting job after j
-  // in j's group (-1 if none).
+  // procs and request, its oldest waiting job (-1 if none) with that job's submit time and the
+  // group's cached value (valid while it has one), and the next waiting job after j in j's
+  // group (-1 if none).
   size_t size() const { return groups_.size(); }
   size_t live() const { return live_.size(); }  // groups with waiting jobs
   size_t group(int32_t j) const { return group_[j - begin_]; }
@@ -708,6 +709,8 @@ class WaitingGroups {
   int32_t oldest_of(size_t group) const {
     return live_bits_[group / 64] >> (group % 64) & 1 ? oldest_[group] : -1;
   }
+  double oldest_submit(size_t group) const { return oldest_submit_[group]; }
+  double cached_of(size_t group) const { return cached_[group]; }
   int32_t next_beside(int32_t j) const {
     const Group& g = groups_[group_[j - begin_]];
     for (size_t s = slot_[j - begin_] + 1; s < g.added; ++s)
