@@ -637,7 +637,7 @@ bool Simulator::narrow_heads(const Keyed& at, double bound) {
   if (open_groups_.size() * kNarrowShare > heads_left()) return false;
   exact_until_ = bound;
   narrowed_at_ = at.second;
-  if (policy_ == Policy::kSjbf && keep_heads_) {
+  if (policy_ == Policy::kSjbf) {
     // The heads taken from users' capped_jobs_ into nexts_ are among heads_ now if open.
     nexts_.erase(std::remove_if(nexts_.begin(), nexts_.end(),
                                 [this](const Keyed& k) {

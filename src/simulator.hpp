@@ -265,8 +265,8 @@ class Simulator {
     if (policy_ != Policy::kWfp3 && policy_ != Policy::kUnicep) return head(g, j);
     return keyed(j, groups_->oldest_submit(g), groups_->cached_of(g));
   }
-  // SJBF: the key of group g's request, and whether its oldest job is among its user's
-  // capped_jobs_ (that key is over the user's capped score).
+  // SJBF: the key of group g's request (SjbfPicks' too), and whether its oldest job is among
+  // its user's capped_jobs_ (that key is over the user's capped score).
   double group_key(size_t g) const { return at_least_tenth(groups_->request_of(g)); }
   bool in_capped(size_t g) const {
     const int32_t u = group_users_[g];

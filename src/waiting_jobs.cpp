@@ -61,7 +61,7 @@ void Simulator::index_remove(int32_t job) {
 // Group g's oldest waiting job was `was` and is `now` (-1: none).
 void Simulator::sjbf_move(size_t g, int32_t was, int32_t now) {
   const int32_t u = group_users_[g];
-  sjbf_picks_->move(u, at_least_tenth(groups_->request_of(g)), was, now, sjbf_capped(u));
+  sjbf_picks_->move(u, group_key(g), was, now, sjbf_capped(u));
 }
 
 // User u's history changed: its entry moves to its new capped score, and the groups whose key
