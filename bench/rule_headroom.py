@@ -1,8 +1,8 @@
-"""How far choosing a rule at every decision can go: a clairvoyant rule switcher against the
-best heuristic on bench/quality.py's test windows (issue 15).
+"""How far choosing a rule at every decision can go: a rule switcher against the best
+heuristic on bench/quality.py's test windows (issue 15), clairvoyant or seeing less.
 
     python bench/rule_headroom.py [--traces ../shared/traces] [--windows 20] [--jobs 1024]
-                                  [--wait]
+                                  [--wait] [--sees all|runtimes|arrivals|present]
 
 The switcher is configs/multi-trace.yaml's environment with order actions over 12 rules
 (every order x {easy, conservative}, on its EASY++ predictions) that takes, at every
@@ -13,7 +13,11 @@ expected to do better. Per trace and load it prints the best heuristic (the lowe
 bsld of quality.py's 24 rows on the same windows), the switcher's mean avg bsld, their ratio
 and the ratio per window. LANL-CM5's 20 windows take about 5 minutes a load on one core.
 With --wait the environment has `env.wait` and the switcher may also wait (the wait's cost:
-waiting now, then the best rule), at about twice the cost.
+waiting now, then the best rule), at about twice the cost. --sees limits the rollouts'
+foresight (rule_costs(arrivals, runtimes)): `runtimes` sees the true runtimes but no job
+arriving after the decision, `arrivals` the window's later arrivals but every job running for
+its estimate, `present` neither: a scheduler that plans on what it knows (model-predictive
+rule choice), each rule scored by the avg bsld of the jobs it starts that had not started.
 """
 
 from __future__ import annotations
@@ -36,11 +40,21 @@ from ddppo_hpc.evaluate import first_episodes, policy_env_options, schedule
 CONFIG = quality.ROOT / "configs" / "multi-trace.yaml"
 
 
-def switcher_bsld(trace, spans: list, options: dict, backfill: str) -> np.ndarray:
-    """Avg bsld per window of `spans` ((first job, jobs)) under the argmin of rule_costs()."""
+# --sees: what the rollouts see of what is to come (rule_costs()' arrivals and runtimes).
+FORESIGHT = {
+    "all": dict(arrivals=True, runtimes=True),
+    "runtimes": dict(arrivals=False, runtimes=True),
+    "arrivals": dict(arrivals=True, runtimes=False),
+    "present": dict(arrivals=False, runtimes=False),
+}
+
+
+def switcher_bsld(trace, spans: list, options: dict, backfill: str, sees: str) -> np.ndarray:
+    """Avg bsld per window of `spans` ((first job, jobs)) under the argmin of rule_costs()
+    with the foresight `sees` names."""
 
     def actor(n: int):
-        return lambda env, obs: env.rule_costs().argmin(axis=1).astype(np.int32)
+        return lambda env, obs: env.rule_costs(**FORESIGHT[sees]).argmin(axis=1).astype(np.int32)
 
     runs = first_episodes(trace, dict(enumerate(spans)), options, backfill, actor)
     return np.array([metrics["avg_bsld"] for _, _, metrics in runs])
@@ -66,6 +80,9 @@ def main() -> int:
     p.add_argument("--windows", type=bounded_int(1), default=20, help="windows per set (20)")
     p.add_argument("--jobs", type=bounded_int(1), default=1024, help="jobs per window (1024)")
     p.add_argument("--wait", action="store_true", help="the switcher may also wait (env.wait)")
+    p.add_argument("--sees", choices=FORESIGHT, default="all",
+                   help="what the rollouts see of what is to come: all (clairvoyant), the true "
+                   "runtimes, the later arrivals, or the present only (default: all)")  # fmt: skip
     args = p.parse_args()
     env = load_config(CONFIG).env
     env = dataclasses.replace(
@@ -91,7 +108,7 @@ def main() -> int:
             part = quality.part_windows(scaled, DEFAULT_SPLIT, "test", args.windows, args.jobs)
             spans = part[0]
             best, theirs = best_heuristic(scaled, spans)
-            mine = switcher_bsld(scaled, spans, options, env.backfill)
+            mine = switcher_bsld(scaled, spans, options, env.backfill, args.sees)
             print(
                 f"{quality.short_name(path):<12}{load:>7}{len(spans):>8}  "
                 f"{quality.rule_label(best):<34}{theirs.mean():>7.2f}{mine.mean():>10.2f}"

@@ -228,14 +228,16 @@ NB_MODULE(_core, m) {
           "decision, the job its scan would start next).")
       .def(
           "rule_costs",
-          [](const PyBatchEnv& e, Out<double, -1, -1> costs) {
+          [](const PyBatchEnv& e, Out<double, -1, -1> costs, bool arrivals, bool runtimes) {
             if (costs.shape(0) != e.env.size() || costs.shape(1) != e.env.slots())
               throw std::invalid_argument("one row of slots costs per environment");
             nb::gil_scoped_release release;
-            e.env.rule_costs(costs.data());
+            e.env.rule_costs(costs.data(), {arrivals, runtimes});
           },
+          "costs"_a, "arrivals"_a = true, "runtimes"_a = true,
           "Writes each environment's window avg bsld if it follows each rule from now on "
-          "(order actions), and with wait if it waits now and then follows the best rule.")
+          "(order actions), and with wait if it waits now and then follows the best rule; "
+          "without the later arrivals or the true runtimes, see BatchEnv::rule_costs().")
       .def(
           "teacher", [](const PyBatchEnv& e, size_t i) { return policy_name(e.env.teacher(i)); },
           "i"_a, "The heuristic that heuristic_actions() follows in environment i's episode.")

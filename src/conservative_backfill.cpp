@@ -293,7 +293,7 @@ bool Simulator::plan_through(const Order& order, size_t k, size_t last) {
     if (order.may_start(j) && can_start_now(j)) {
       if (!before_left_out(duration)) return false;
       starting_.push_back(j);
-      if (w_.runtime[j] > 0) profile_.reserve_now(w_.procs[j], duration), free_ -= w_.procs[j];
+      if (runtime(j) > 0) profile_.reserve_now(w_.procs[j], duration), free_ -= w_.procs[j];
       touched = now_;
     } else {
       if (const double at = reserve_near(w_.procs[j], duration); !std::isnan(at)) {
@@ -438,7 +438,7 @@ bool Simulator::walk_groups() {
     } else if (group_fits(g) && can_start_now(procs, duration)) {
       if (!before_left_out(duration)) return false;
       starting_.push_back(j);
-      if (w_.runtime[j] > 0) profile_.reserve_now(procs, duration), free_ -= procs;
+      if (runtime(j) > 0) profile_.reserve_now(procs, duration), free_ -= procs;
       touched = now_;
     } else {
       if (const double at = reserve_near(procs, duration); !std::isnan(at) && duration > 0)
@@ -816,13 +816,13 @@ inline double Simulator::reserve_near(int32_t procs, double duration) {
 // The free procs back from the jobs planned to start, which start no more.
 void Simulator::unplan_starts() {
   for (int32_t j : starting_)
-    if (w_.runtime[j] > 0) free_ += w_.procs[j];
+    if (runtime(j) > 0) free_ += w_.procs[j];
   starting_.clear();
 }
 
 void Simulator::start_planned() {
   for (int32_t j : starting_)
-    if (w_.runtime[j] > 0) free_ += w_.procs[j];
+    if (runtime(j) > 0) free_ += w_.procs[j];
   for (int32_t j : starting_) start(j);
   starting_.clear();
 }

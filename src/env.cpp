@@ -480,11 +480,12 @@ void BatchEnv::queue_job(History& h, int32_t job, int32_t sign) const {
   h.sizes[size_class(job)] += sign;
 }
 
-void BatchEnv::record_start(History& h, int32_t job, double start) const {
-  h.predictions->start(job, start);
-  if (w_.runtime[job] == 0) return;  // it ended as it started: never running
+// With the runtime the simulator gives the job (Simulator::runtime()).
+void BatchEnv::record_start(History& h, int32_t job, double start, double runtime) const {
+  h.predictions->start(job, start, runtime);
+  if (runtime == 0) return;  // it ended as it started: never running
   ++h.running[accounts_.user[job]];
-  h.ends.emplace(start + w_.runtime[job], job);
+  h.ends.emplace(start + runtime, job);
 }
 
 // Brings the history up to the simulator's decision after a step that picked or backfilled
@@ -510,7 +511,7 @@ void BatchEnv::track(Env& e, int32_t picked) const {
   h.left.clear();
   for (; h.seen < jobs.size(); ++h.seen) {
     const int32_t j = jobs[h.seen];
-    record_start(h, j, start[j - e.begin]);
+    record_start(h, j, start[j - e.begin], s.runtime(j));
     if (j == h.committed)
       h.committed = -1;  // it left the waiting jobs when it was committed
     else if (static_cast<size_t>(j) < waited)
@@ -695,13 +696,31 @@ int32_t BatchEnv::rollout_action(const Env& e) const {
 }
 
 // The window's avg bsld if the environment takes `action` now and next(state)'s action at
-// every later decision, on the jobs' true runtimes and the window's later arrivals.
+// every later decision, on the jobs' true runtimes and the window's later arrivals; with less
+// foresight (Simulator::limit_foresight()), foreseen_bsld().
 double BatchEnv::rollout_bsld(const Env& e, int32_t action,
-                              const std::function<int32_t(const Env&)>& next) const {
+                              const std::function<int32_t(const Env&)>& next, Foresight f) const {
   Env rollout = e;
+  rollout.sim->limit_foresight(f);  // and the history it keeps, as the simulator's
+  if (!f.runtimes && rollout.history.predictions) rollout.history.predictions->freeze();
   act(rollout, action);
   while (!rollout.sim->done()) act(rollout, next(rollout));
+  if (!f.arrivals || !f.runtimes) return foreseen_bsld(e, *rollout.sim);
   return compute_metrics(w_, e.begin, rollout.sim->start_times(), config_.machine_procs).avg_bsld;
+}
+
+// The avg bsld of the jobs that had not started at e's decision and that the rollout started
+// (without the arrivals, those waiting then), each on the runtime the rollout gave it.
+double BatchEnv::foreseen_bsld(const Env& e, const Simulator& rollout) const {
+  const std::vector<double>&before = e.sim->start_times(), &after = rollout.start_times();
+  double sum = 0;
+  size_t n = 0;
+  for (size_t k = 0; k < before.size(); ++k) {
+    if (!std::isnan(before[k]) || std::isnan(after[k])) continue;
+    const auto j = static_cast<int32_t>(e.begin + k);
+    sum += bounded_slowdown(after[k] - w_.submit[j], rollout.runtime(j)), ++n;
+  }
+  return n ? sum / static_cast<double>(n) : 0;
 }
 
 // Rule costs (docs/environment.md, "Rule costs"): per environment and rule k, the window's
@@ -709,13 +728,13 @@ double BatchEnv::rollout_bsld(const Env& e, int32_t action,
 // a base policy (Bertsekas, "Rollout algorithms for discrete optimization", 2013). With
 // `wait`, the wait's cost is the lowest over the rules of waiting now and following rule k
 // from then on; a masked wait is rule 0's, as step() takes it.
-void BatchEnv::rule_costs(double* costs) const {
+void BatchEnv::rule_costs(double* costs, Foresight f) const {
   if (!config_.order_actions) throw std::invalid_argument("rule costs need order actions");
   const auto wait = static_cast<int32_t>(rules());
   for (size_t i = 0; i < envs_.size(); ++i) {
     double* c = costs + i * slots();
     for (int32_t k = 0; k < wait; ++k)
-      c[k] = rollout_bsld(envs_[i], k, [=](const Env&) { return k; });
+      c[k] = rollout_bsld(envs_[i], k, [=](const Env&) { return k; }, f);
     if (!config_.wait) continue;
     if (!envs_[i].sim->can_wait()) {
       c[wait] = c[0];
@@ -723,7 +742,7 @@ void BatchEnv::rule_costs(double* costs) const {
     }
     c[wait] = std::numeric_limits<double>::infinity();
     for (int32_t k = 0; k < wait; ++k)
-      c[wait] = std::min(c[wait], rollout_bsld(envs_[i], wait, [=](const Env&) { return k; }));
+      c[wait] = std::min(c[wait], rollout_bsld(envs_[i], wait, [=](const Env&) { return k; }, f));
   }
 }
 

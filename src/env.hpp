@@ -156,8 +156,9 @@ class BatchEnv {
   void heuristic_actions(int32_t* actions) const;
   // With order actions, [B, slots()]: environment i's window avg bsld if it follows rule k
   // from now on, and with `wait` if it waits now and then follows the best rule (clairvoyant:
-  // training only).
-  void rule_costs(double* costs) const;
+  // training only). With less foresight, the avg bsld of the jobs not started yet that the
+  // rollout starts, on the runtimes it gives them (foreseen_bsld()).
+  void rule_costs(double* costs, Foresight f = {}) const;
   // The heuristic heuristic_actions() follows in environment i's episode (the rollout
   // teacher's: `policy`, its rollouts').
   Policy teacher(size_t i) const { return envs_.at(i).teacher; }
@@ -274,8 +275,9 @@ class BatchEnv {
   void write_fit_times(Env& e, float* jobs, size_t column) const;
   int32_t lowest_position(const Env& e, Policy p) const;
   int32_t rollout_action(const Env& e) const;
-  double rollout_bsld(const Env& e, int32_t action,
-                      const std::function<int32_t(const Env&)>& next) const;
+  double rollout_bsld(const Env& e, int32_t action, const std::function<int32_t(const Env&)>& next,
+                      Foresight f = {}) const;
+  double foreseen_bsld(const Env& e, const Simulator& rollout) const;
   void act(Env& e, int32_t action) const;
   float finish_episode(const Env& e, double* metrics) const;
   float dense_reward(Env& e) const;
@@ -288,7 +290,7 @@ class BatchEnv {
   void start_history(Env& e);
   void track(Env& e, int32_t picked) const;
   void queue_job(History& h, int32_t job, int32_t sign) const;
-  void record_start(History& h, int32_t job, double start) const;
+  void record_start(History& h, int32_t job, double start, double runtime) const;
   size_t size_class(int32_t job) const;
   void observe_history(Env& e, float* jobs, float* cluster) const;
   const UserFeatures& user_features(Env& e, int32_t job, double p) const;

@@ -79,8 +79,8 @@ Predictions::Predictions(const Workload& w, size_t begin, size_t end, bool track
   if (track_ends_) predicted_run_.resize(end - begin);
 }
 
-void Predictions::start(int32_t job, double now) {
-  if (w_.runtime[job] == 0) {
+void Predictions::start(int32_t job, double now, double runtime) {
+  if (runtime == 0) {
     ended_at_start_.emplace_back(job, now);
   } else if (track_ends_) {
     double run = predicted_run_[job - begin_] = history_.predict(job);
@@ -91,15 +91,15 @@ void Predictions::start(int32_t job, double now) {
 void Predictions::advance(double now) {
   size_t kept = 0;
   for (auto [job, started] : ended_at_start_)
-    if (started < now)
-      changed(history_.complete(job, started));
-    else
+    if (started >= now)
       ended_at_start_[kept++] = {job, started};
+    else if (!frozen_)
+      changed(history_.complete(job, started));
   ended_at_start_.resize(kept);
 }
 
 void Predictions::end(int32_t job, double started, double end) {
-  changed(history_.complete(job, end));
+  if (!frozen_) changed(history_.complete(job, end));
   if (track_ends_)
     ends_.remove(job, started + predicted_run_[job - begin_], started + w_.requested_time[job]);
 }

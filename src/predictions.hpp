@@ -104,8 +104,8 @@ class Predictions {
   double predict_for(int32_t user, double request) const {
     return history_.predict_for(user, request);
   }
-  // Job `job` starts at `now` (its p_run is fixed now).
-  void start(int32_t job, double now);
+  // Job `job` starts at `now` for `runtime` (its p_run is fixed now).
+  void start(int32_t job, double now, double runtime);
   // Time has come to `now`: runtime-0 jobs started before now join the history (those
   // started at now are not history before the next event time).
   void advance(double now);
@@ -114,6 +114,9 @@ class Predictions {
   // The users whose history changed since clear_changed(), some perhaps more than once.
   const std::vector<int32_t>& changed_users() const { return changed_users_; }
   void clear_changed() { changed_users_.clear(); }
+  // From now on the history learns nothing: the predictions stay as they are
+  // (Simulator::limit_foresight() without the runtimes).
+  void freeze() { frozen_ = true; }
   // PredictedEnds::at(now); only with track_ends.
   const std::vector<Running>& ends_at(double now) { return ends_.at(now); }
   const UserHistory& history() const { return history_; }
@@ -122,6 +125,7 @@ class Predictions {
   Workload w_;
   size_t begin_;
   bool track_ends_;
+  bool frozen_ = false;
   UserHistory history_;
   std::vector<std::pair<int32_t, double>> ended_at_start_;  // runtime-0 jobs, start
   std::vector<double> predicted_run_;                       // per job of the window: p_run

@@ -34,6 +34,7 @@ Simulator::Simulator(const Workload& w, size_t begin, size_t end, int32_t machin
       any_rule_(agent.rules) {
   if (machine_ <= 0) throw std::invalid_argument("machine size must be positive");
   if (begin_ > end_) throw std::invalid_argument("window start is past the end of the trace");
+  arrivals_end_ = end_;
   start_.assign(end_ - begin_, kNotStarted);
   started_jobs_.reserve(end_ - begin_);
   waiting_by_procs_.assign(machine_ + 1, 0);
@@ -267,13 +268,14 @@ void Simulator::start(int32_t job) {
   started_jobs_.push_back(job);
   waiting_count_add(w_.procs[job], -1);
   index_remove(job);
-  if (predictions_) predictions_->start(job, now_);
   // A job of runtime 0 ends as it starts: its procs are never held (docs/simulation.md).
-  if (w_.runtime[job] == 0) return;
+  const double run = runtime(job);
+  if (predictions_) predictions_->start(job, now_, run);
+  if (run == 0) return;
   free_ -= w_.procs[job];
   Running r{now_ + w_.requested_time[job], job};
   running_.insert(std::upper_bound(running_.begin(), running_.end(), r), r);
-  ends_.emplace(now_ + w_.runtime[job], job);
+  ends_.emplace(now_ + run, job);
 }
 
 // Runs the decision model until a pick is needed (waiting jobs, none committed) or every
@@ -291,7 +293,7 @@ void Simulator::settle() {
       committed_ = -1;
     }
     if (queue_.size() > stale_) return;
-    if (next_arrival_ == end_) {
+    if (next_arrival_ == arrivals_end_) {
       done_ = true;
       return;
     }
@@ -299,9 +301,20 @@ void Simulator::settle() {
   }
 }
 
+void Simulator::limit_foresight(Foresight f) {
+  if (!f.arrivals) arrivals_end_ = next_arrival_;
+  if (f.runtimes || estimated_runs_) return;
+  estimated_runs_ = true;
+  if (predictions_) predictions_->freeze();  // runtime(job) stays the estimate of now
+  std::vector<Completion> ends;
+  for (const Running& r : estimated_ends())
+    ends.emplace_back(std::max(r.estimated_end, now_), r.job);
+  ends_ = decltype(ends_)(std::greater<Completion>(), std::move(ends));
+}
+
 double Simulator::next_event() const {
   double next = std::numeric_limits<double>::infinity();
-  if (next_arrival_ < end_) next = w_.submit[next_arrival_];
+  if (next_arrival_ < arrivals_end_) next = w_.submit[next_arrival_];
   if (!ends_.empty()) next = std::min(next, ends_.top().first);
   return next;
 }
@@ -318,7 +331,7 @@ void Simulator::wait() {
 
 // Every arrival and completion at or before now, before any pick or scan.
 void Simulator::apply_events() {
-  for (; next_arrival_ < end_ && w_.submit[next_arrival_] <= now_; ++next_arrival_) {
+  for (; next_arrival_ < arrivals_end_ && w_.submit[next_arrival_] <= now_; ++next_arrival_) {
     const int32_t j = static_cast<int32_t>(next_arrival_);
     queue_.push_back(j);
     waiting_count_add(w_.procs[j], 1);

@@ -28,6 +28,13 @@ struct AgentChoices {
   bool rules = false;     // the backfill and its order, at each decision (env.order_actions)
 };
 
+// What a rollout sees of what is to come (BatchEnv::rule_costs()): the window's later arrivals,
+// and the jobs' true runtimes (without them, each job runs for its estimate).
+struct Foresight {
+  bool arrivals = true;
+  bool runtimes = true;
+};
+
 class Simulator {
  public:
   Simulator(const Workload& w, size_t begin, size_t end, int32_t machine_procs, Policy policy,
@@ -65,6 +72,15 @@ class Simulator {
   double next_event() const;
   bool can_wait() const { return !done_ && committed_ < 0 && std::isfinite(next_event()); }
   void wait();
+  // From now on, only what `f` sees: without its arrivals no job arrives after now (the run
+  // is done when the jobs waiting now have started); without its runtimes every job runs for
+  // its estimate (request or EASY++ prediction, as backfilling takes it), the running ones
+  // until their estimated ends (at now for those past them), and the EASY++ predictions stay
+  // those of now.
+  void limit_foresight(Foresight f);
+  // The runtime this run gives `job`: its own, or after limit_foresight() without the
+  // runtimes its estimate.
+  double runtime(int32_t job) const { return estimated_runs_ ? estimate(job) : w_.runtime[job]; }
   // The RL environment's rule actions (docs/simulation.md, "Decision model"): with
   // `agent.rules`, at a decision, the backfill scans from now on are b's in order p (and
   // heuristic_position() and run()'s picks follow p).
@@ -341,6 +357,8 @@ class Simulator {
   double now_;
   int32_t free_;
   size_t next_arrival_;
+  size_t arrivals_end_;          // end_, or where limit_foresight() stopped the arrivals
+  bool estimated_runs_ = false;  // limit_foresight() without the runtimes
   int32_t committed_ = -1;
   bool done_ = false;
   size_t started_ = 0;

@@ -1,11 +1,16 @@
 """Rule costs and cost-sensitive imitation (`ppo.imitation_loss: costs`, docs/environment.md
 "Rule costs"): rule k's cost is the window's avg bsld if the environment follows rule k from
 now on, and the wait's (with `env.wait`) that of waiting, then the best rule. By hand; equal to
-playing it out; the loss."""
+playing it out; the loss. With less foresight (no later arrivals, the estimates for runtimes):
+by hand, and equal to the full foresight of a trace cut to what the rollouts see."""
+
+import dataclasses
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reference_sim import Job
 from simhelpers import TINY_TRAINING, trace_of, train_run
 
@@ -35,6 +40,90 @@ def test_costs_by_hand():
     env.reset()
     assert not env.mask[0, 6]
     np.testing.assert_allclose(env.rule_costs()[0], [slow, fast, slow, slow, fast, fast, slow])
+
+
+def test_costs_with_less_foresight_by_hand():
+    # test_costs_by_hand's three jobs, the 100 s request's job running 20 s, and a fourth job
+    # (1 s) at 5 s. Rules: FCFS, SJF, WFP3, UNICEP, F1, SJBF.
+    jobs = [Job(1, 0, 20, 1, 100, 1), Job(2, 0, 10, 1, 10, 2), Job(3, 0, 50, 1, 50, 3),
+            Job(4, 5, 1, 1, 1, 4)]  # fmt: skip
+    env = VecSchedulingEnv(trace_of(jobs, 1), 1, 4, 4, "none", "fcfs", order_actions=True)
+    env.reset()
+    slow, fast = (1 + 11 + 3.2) / 3, (1.6 + 1 + 1.2) / 3
+    # Knowing neither: the three jobs on their requests, as in test_costs_by_hand.
+    present = env.rule_costs(arrivals=False, runtimes=False)[0]
+    np.testing.assert_allclose(present, [slow, fast, slow, slow, fast, fast])
+    # The runtimes but not the arrival: FCFS (and WFP3, UNICEP, as before) start 0, 20, 30,
+    # bsld 1, 30/10, 80/50; SJF, F1 and SJBF 60, 0, 10, bsld 80/20, 1, 60/50.
+    runtimes = env.rule_costs(arrivals=False, runtimes=True)[0]
+    first, shortest = (1 + 3 + 1.6) / 3, (4 + 1 + 1.2) / 3
+    np.testing.assert_allclose(runtimes, [first, shortest, first, first, shortest, shortest])
+    # The arrival but not the runtimes: FCFS starts 0, 100, 110, 160 (bsld 1, 11, 3.2, 15.6);
+    # SJF starts the 10 s job and picks the 50 s one at 0 (it waits for it: pick and wait),
+    # so the 1 s job starts at 60 after it, then the 100 s one: bsld 1, 1.2, 56/10, 161/100.
+    arrivals = env.rule_costs(arrivals=True, runtimes=False)[0]
+    assert arrivals[0] == pytest.approx((1 + 11 + 3.2 + 15.6) / 4)
+    assert arrivals[1] == pytest.approx((1 + 1.2 + 5.6 + 1.61) / 4)
+    # All of it: FCFS starts 0, 20, 30, 80 (bsld 1, 3, 1.6, 75/10).
+    assert env.rule_costs()[0][0] == pytest.approx((1 + 3 + 1.6 + 7.6) / 4)
+
+
+def first_decision_costs(jobs, backfill, estimate, **foresight) -> np.ndarray:
+    """rule_costs() of a window of all `jobs` on 4 procs at its first decision, every job
+    visible."""
+    env = VecSchedulingEnv(trace_of(jobs, 4), 1, len(jobs), len(jobs), backfill, "fcfs",
+                           estimate=estimate, order_actions=True,
+                           action_backfills=("easy", "conservative"))  # fmt: skip
+    env.reset()
+    return env.rule_costs(**foresight)[0]
+
+
+job_spec = st.tuples(st.integers(1, 4), st.integers(1, 100), st.floats(0.05, 1.0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(job_spec, min_size=1, max_size=7),
+    st.lists(job_spec, max_size=4),
+    st.sampled_from(["easy", "conservative"]),
+    st.sampled_from(["request", "predicted"]),
+)
+def test_less_foresight_is_the_full_foresight_of_what_it_sees(now, later, backfill, estimate):
+    # Jobs at 0 and later ones, (procs, request, runtime / request) each, of two users; at
+    # the first decision every job at 0 waits and none has ended. A rollout that does not see
+    # the arrivals sees the jobs at 0 alone. One that does not see the runtimes sees jobs
+    # whose runtimes are their estimates as of now (no history yet: their requests), which
+    # stay so: as jobs whose users have no history (-1), on their requests.
+    def jobs(specs, first_id, submit, known):
+        def job(k, procs, request, fraction):
+            runtime = max(1.0, round(request * fraction)) if known else float(request)
+            return Job(
+                first_id + k, submit + k, runtime, procs, request, 1 + k % 2 if known else -1
+            )
+
+        return [job(k, *spec) for k, spec in enumerate(specs)]
+
+    def at_zero(js):
+        return [dataclasses.replace(j, submit=0.0) for j in js]
+
+    def costs(*parts, **foresight):
+        return first_decision_costs(sum(parts, []), backfill, estimate, **foresight)
+
+    true_now, estimated_now = at_zero(jobs(now, 1, 0, True)), at_zero(jobs(now, 1, 0, False))
+    true_later, estimated_later = jobs(later, 100, 10, True), jobs(later, 100, 10, False)
+    np.testing.assert_allclose(
+        costs(true_now, true_later, arrivals=False, runtimes=False),
+        costs(estimated_now),
+        rtol=1e-12,
+    )
+    np.testing.assert_allclose(
+        costs(true_now, true_later, arrivals=False, runtimes=True), costs(true_now), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        costs(true_now, true_later, arrivals=True, runtimes=False),
+        costs(estimated_now, estimated_later),
+        rtol=1e-12,
+    )
 
 
 def played_out(trace, options, actions, rule) -> float:

@@ -96,8 +96,8 @@ class MixedVecEnv:
     def heuristic_actions(self) -> np.ndarray:
         return np.concatenate([g.heuristic_actions() for g in self.groups])
 
-    def rule_costs(self) -> np.ndarray:
-        return np.concatenate([g.rule_costs() for g in self.groups])
+    def rule_costs(self, arrivals: bool = True, runtimes: bool = True) -> np.ndarray:
+        return np.concatenate([g.rule_costs(arrivals, runtimes) for g in self.groups])
 
     def state(self) -> dict:
         states = [g.state() for g in self.groups]

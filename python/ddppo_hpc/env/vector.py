@@ -276,13 +276,16 @@ class VecSchedulingEnv:
         self._core.heuristic_actions(actions)
         return actions
 
-    def rule_costs(self) -> np.ndarray:
+    def rule_costs(self, arrivals: bool = True, runtimes: bool = True) -> np.ndarray:
         """With order actions, [B, slots]: each environment's window avg bsld if it follows
         rule k from now on, and with wait if it waits now and then follows the best rule (on
         the true runtimes and the window's later arrivals: a training signal,
-        docs/environment.md "Rule costs")."""
+        docs/environment.md "Rule costs"). Without `arrivals` no job arrives after now in the
+        rollouts, without `runtimes` each job runs for its estimate; then a cost is the avg
+        bsld of the jobs not started yet that the rollout starts, on the runtimes it gives
+        them."""
         costs = np.zeros((self.num_envs, self._core.slots), dtype=np.float64)
-        self._core.rule_costs(costs)
+        self._core.rule_costs(costs, arrivals, runtimes)
         return costs
 
     def random_actions(self, rng: np.random.Generator) -> np.ndarray:
