@@ -709,10 +709,20 @@ double BatchEnv::rollout_bsld(const Env& e, int32_t action,
   return compute_metrics(w_, e.begin, rollout.sim->start_times(), config_.machine_procs).avg_bsld;
 }
 
+// Whether a rollout that sees only `f` may wait at e's decision (without the arrivals, only
+// while a job runs).
+bool BatchEnv::can_wait(const Env& e, Foresight f) const {
+  if (f.arrivals && f.runtimes) return e.sim->can_wait();
+  Simulator seen = *e.sim;
+  seen.limit_foresight(f);
+  return seen.can_wait();
+}
+
 // The avg bsld of the jobs that had not started at e's decision and that the rollout started
 // (without the arrivals, those waiting then), each on the runtime the rollout gave it.
 double BatchEnv::foreseen_bsld(const Env& e, const Simulator& rollout) const {
-  const std::vector<double>&before = e.sim->start_times(), &after = rollout.start_times();
+  const std::vector<double>& before = e.sim->start_times();
+  const std::vector<double>& after = rollout.start_times();
   double sum = 0;
   size_t n = 0;
   for (size_t k = 0; k < before.size(); ++k) {
@@ -736,7 +746,7 @@ void BatchEnv::rule_costs(double* costs, Foresight f) const {
     for (int32_t k = 0; k < wait; ++k)
       c[k] = rollout_bsld(envs_[i], k, [=](const Env&) { return k; }, f);
     if (!config_.wait) continue;
-    if (!envs_[i].sim->can_wait()) {
+    if (!can_wait(envs_[i], f)) {
       c[wait] = c[0];
       continue;
     }

@@ -155,9 +155,10 @@ class BatchEnv {
   // rollout teacher (of the heuristics' picks, the one after which `policy` does best).
   void heuristic_actions(int32_t* actions) const;
   // With order actions, [B, slots()]: environment i's window avg bsld if it follows rule k
-  // from now on, and with `wait` if it waits now and then follows the best rule (clairvoyant:
-  // training only). With less foresight, the avg bsld of the jobs not started yet that the
-  // rollout starts, on the runtimes it gives them (foreseen_bsld()).
+  // from now on, and with `wait` if it waits now and then follows the best rule (clairvoyant
+  // by default: a training signal). With less foresight, the avg bsld of the jobs not started
+  // yet that the rollout starts, on the runtimes it gives them (foreseen_bsld()); the wait
+  // is masked where the rollouts could not wait (rule 0's cost).
   void rule_costs(double* costs, Foresight f = {}) const;
   // The heuristic heuristic_actions() follows in environment i's episode (the rollout
   // teacher's: `policy`, its rollouts').
@@ -278,6 +279,7 @@ class BatchEnv {
   double rollout_bsld(const Env& e, int32_t action, const std::function<int32_t(const Env&)>& next,
                       Foresight f = {}) const;
   double foreseen_bsld(const Env& e, const Simulator& rollout) const;
+  bool can_wait(const Env& e, Foresight f) const;
   void act(Env& e, int32_t action) const;
   float finish_episode(const Env& e, double* metrics) const;
   float dense_reward(Env& e) const;

@@ -310,6 +310,7 @@ void Simulator::limit_foresight(Foresight f) {
   for (const Running& r : estimated_ends())
     ends.emplace_back(std::max(r.estimated_end, now_), r.job);
   ends_ = decltype(ends_)(std::greater<Completion>(), std::move(ends));
+  apply_events();  // those past their estimates end at the decision: their procs are free
 }
 
 double Simulator::next_event() const {

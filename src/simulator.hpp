@@ -75,8 +75,8 @@ class Simulator {
   // From now on, only what `f` sees: without its arrivals no job arrives after now (the run
   // is done when the jobs waiting now have started); without its runtimes every job runs for
   // its estimate (request or EASY++ prediction, as backfilling takes it), the running ones
-  // until their estimated ends (at now for those past them), and the EASY++ predictions stay
-  // those of now.
+  // until their estimated ends (those past them end now, before the decision), and the
+  // EASY++ predictions stay those of now.
   void limit_foresight(Foresight f);
   // The runtime this run gives `job`: its own, or after limit_foresight() without the
   // runtimes its estimate.

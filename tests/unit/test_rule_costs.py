@@ -126,6 +126,106 @@ def test_less_foresight_is_the_full_foresight_of_what_it_sees(now, later, backfi
     )
 
 
+def decision_at_50(jobs, backfill, estimate="request", steps=1, **env_options):
+    """An environment over all `jobs` on 4 procs, every job visible, after `steps` steps of
+    rule 0."""
+    env = VecSchedulingEnv(trace_of(jobs, 4), 1, len(jobs), len(jobs), backfill, "fcfs",
+                           estimate=estimate, order_actions=True,
+                           action_backfills=("easy", "conservative"), **env_options)  # fmt: skip
+    env.reset()
+    for _ in range(steps):
+        env.step(np.zeros(1, dtype=np.int32))
+    return env
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 3),
+    st.booleans(),
+    st.lists(job_spec, min_size=1, max_size=5),
+    st.lists(job_spec, max_size=3),
+    st.sampled_from(["easy", "conservative"]),
+)
+def test_less_foresight_mid_episode(procs, overdue, now, later, backfill):
+    # Job A starts alone at 0: request 200 s, runtime 150 s, or request 30 s, runtime 100 s
+    # (past its request at the decision); the jobs `now` arrive at 50, `later` after them.
+    # Without the arrivals and the runtimes, the rollouts at 50 see A end at 200, or at 50 if
+    # past its estimate, and the jobs `now` run for their requests: the full foresight of A
+    # and the jobs `now` on their requests from 0 (A starts at 0: bsld 1), or of the jobs
+    # `now` alone. With the runtimes, that of A and the jobs `now` as they are.
+    a = Job(1, 0, 100.0 if overdue else 150.0, procs, 30.0 if overdue else 200.0, 1)
+
+    def jobs(specs, first_id, submit):  # submit(k): job k's submit time
+        return [Job(first_id + k, submit(k), max(1.0, round(r * f)), p, r, 2 + k % 2)
+                for k, (p, r, f) in enumerate(specs)]  # fmt: skip
+
+    def requested(js):
+        return [dataclasses.replace(j, runtime=j.requested_time, user=-1) for j in js]
+
+    arriving, to_come = jobs(now, 10, lambda k: 50.0), jobs(later, 50, lambda k: 60.0 + k)
+    env = decision_at_50([a, *arriving, *to_come], backfill)
+    n = len(arriving)
+
+    def queue_only(full):  # the jobs `now` of a window whose first job, A, has bsld 1
+        return (full * (n + 1) - 1) / n
+
+    seen = decision_at_50(requested(arriving if overdue else [a, *arriving]), backfill, steps=0)
+    expected = seen.rule_costs()[0] if overdue else queue_only(seen.rule_costs()[0])
+    present = env.rule_costs(arrivals=False, runtimes=False)[0]
+    np.testing.assert_allclose(present, expected, rtol=1e-9)
+    known = decision_at_50([a, *arriving], backfill, steps=0).rule_costs()[0]
+    np.testing.assert_allclose(env.rule_costs(arrivals=False)[0], queue_only(known), rtol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(job_spec, min_size=1, max_size=5),
+    st.lists(job_spec, max_size=3),
+    st.lists(st.floats(0.05, 1.0), min_size=9, max_size=9),
+    st.sampled_from(["easy", "conservative"]),
+    st.sampled_from(["request", "predicted"]),
+)
+def test_less_foresight_does_not_see_the_true_runtimes(now, later, other, backfill, estimate):
+    # Users 1 and 2 complete a job each before the decision at 50 (their EASY++ history) and
+    # job A of user 1 runs through it; the jobs `now` of both users arrive at 50. Traces that
+    # differ only in the runtimes of A (past 50) and of the jobs waiting or to come give the
+    # same costs to rollouts that do not see the runtimes, with the arrivals or without.
+    def trace(fractions):
+        head = [Job(1, 0, 5.0, 1, 50.0, 1), Job(2, 0, 8.0, 1, 40.0, 2),
+                Job(3, 0, 60.0 + 300 * fractions[0], 2, 400.0, 1)]  # fmt: skip
+        tail = [
+            Job(10 + k, 50 + k, max(1.0, round(r * fractions[1 + k % 8])), p, r, 1 + k % 2)
+            for k, (p, r, _) in enumerate(now + later)
+        ]
+        return head + tail
+
+    mine = [f for _, _, f in now + later] + [0.5] * 9
+    costs = {}
+    for name, fractions in (("given", mine), ("other", other)):
+        env = decision_at_50(trace(fractions), backfill, estimate, steps=3)
+        costs[name] = [env.rule_costs(arrivals=a, runtimes=False)[0] for a in (False, True)]
+    for seen, unseen in zip(costs["given"], costs["other"]):
+        np.testing.assert_allclose(seen, unseen, rtol=1e-12)
+
+
+def test_a_rollout_that_sees_no_arrival_cannot_wait_where_nothing_runs():
+    # Nothing runs at the first decision; without the arrivals at 5 and 6 a rollout could not
+    # wait, so the wait is masked there and costs what rule 0 does. (Taken as rule 0 now and
+    # then rule k, the wait cost 1.93 here, below every rule's 2.20 to 2.52.)
+    jobs = [Job(1, 0, 38, 2, 38, 1), Job(2, 0, 95, 2, 95, 2), Job(3, 0, 84, 2, 84, 3),
+            Job(4, 0, 70, 1, 70, 1), Job(5, 0, 87, 1, 87, 2), Job(100, 5, 58, 2, 58, 1),
+            Job(101, 6, 84, 2, 84, 2)]  # fmt: skip
+    env = VecSchedulingEnv(trace_of(jobs, 2), 1, 7, 7, "easy", "fcfs", order_actions=True,
+                           wait=True)  # fmt: skip
+    env.reset()
+    assert env.mask[0, 6]  # the environment itself may wait for the arrival
+    for runtimes in (True, False):
+        costs = env.rule_costs(arrivals=False, runtimes=runtimes)[0]
+        assert costs[6] == costs[0] > costs[:6].min()
+    with_arrivals = env.rule_costs(arrivals=True, runtimes=False)[0]
+    assert with_arrivals[6] != with_arrivals[0]
+
+
 def played_out(trace, options, actions, rule) -> float:
     """The avg bsld of the episode that takes `actions`, then `rule` at every decision."""
     env = VecSchedulingEnv(trace, 1, 50, 16, "conservative", "f1", seed=7, **options)
