@@ -701,18 +701,19 @@ int32_t BatchEnv::rollout_action(const Env& e) const {
 double BatchEnv::rollout_bsld(const Env& e, int32_t action,
                               const std::function<int32_t(const Env&)>& next, Foresight f) const {
   Env rollout = e;
-  rollout.sim->limit_foresight(f);  // and the history it keeps, as the simulator's
+  rollout.sim->limit_foresight(f);
+  // The environment's history keeps the predictions the simulator keeps.
   if (!f.runtimes && rollout.history.predictions) rollout.history.predictions->freeze();
   act(rollout, action);
   while (!rollout.sim->done()) act(rollout, next(rollout));
-  if (!f.arrivals || !f.runtimes) return foreseen_bsld(e, *rollout.sim);
+  if (!f.all()) return foreseen_bsld(e, *rollout.sim);
   return compute_metrics(w_, e.begin, rollout.sim->start_times(), config_.machine_procs).avg_bsld;
 }
 
 // Whether a rollout that sees only `f` may wait at e's decision (without the arrivals, only
 // while a job runs).
 bool BatchEnv::can_wait(const Env& e, Foresight f) const {
-  if (f.arrivals && f.runtimes) return e.sim->can_wait();
+  if (f.all()) return e.sim->can_wait();
   Simulator seen = *e.sim;
   seen.limit_foresight(f);
   return seen.can_wait();

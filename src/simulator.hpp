@@ -33,6 +33,7 @@ struct AgentChoices {
 struct Foresight {
   bool arrivals = true;
   bool runtimes = true;
+  bool all() const { return arrivals && runtimes; }
 };
 
 class Simulator {
