@@ -21,7 +21,10 @@ episode and on teacher_jobs), and the native / x 0.5 ratio (the median of the pa
 quartiles: on a shared host the ratio moves by 0.2-0.5 from one pair to the next). "queue" is
 the median and the longest queue (waiting jobs) over the decisions of the same run: an
 episode's queue is at most its window, as every episode starts on an empty machine, however
-long the whole trace's queue grows.
+long the whole trace's queue grows. "jobs/dec" is the jobs started per decision in that run
+(the window over the decisions of each episode that ended): under heavy load backfilling
+starts more jobs beside each pick, so a decision does more work; "per job" is the ratio of
+jobs started per second, the decisions' ratio over the ratio of jobs/dec.
 """
 
 from __future__ import annotations
@@ -98,17 +101,21 @@ def heavy_envs() -> dict:
     }
 
 
-def queue_lengths(env: VecSchedulingEnv, steps: int) -> np.ndarray:
+def queue_lengths(env: VecSchedulingEnv, steps: int) -> tuple[np.ndarray, float]:
     """The queue length at every decision of `steps` random steps of `env`, which must show
-    the history features (the hidden jobs: cluster feature 3, docs/environment.md)."""
+    the history features (the hidden jobs: cluster feature 3, docs/environment.md), and the
+    jobs started per decision: the window over the decisions of each episode that ended."""
     obs, _ = env.reset()
     rng = np.random.default_rng(0)
-    lengths = []
-    for _ in range(steps):
+    lengths, episode_decisions = [], []
+    begun = np.zeros(env.num_envs, dtype=np.int64)  # the step each episode began at
+    for step in range(steps):
         visible = np.count_nonzero(obs["jobs"][:, : env.max_queue, 6] == 1, axis=1)
         lengths.append(visible + np.rint(obs["cluster"][:, 3] * env.window_jobs))
-        obs, *_ = env.step(env.random_actions(rng))
-    return np.concatenate(lengths)
+        obs, _, done, *_ = env.step(env.random_actions(rng))
+        episode_decisions.extend(step + 1 - begun[done])
+        begun[done] = step + 1
+    return np.concatenate(lengths), env.window_jobs / np.mean(episode_decisions)
 
 
 def heavy_table(traces: Path, episodes: int, repeat: int) -> None:
@@ -119,8 +126,8 @@ def heavy_table(traces: Path, episodes: int, repeat: int) -> None:
         " (the ratio: median of the pairs, each load measured in turn, and the pairs'"
         " quartiles)"
         f"\n{'environment':<30}{'window':>7}"
-        + "".join(f"{load + ' dec/s':>16}{'queue':>11}" for load in loads)
-        + f"{'native / x ' + str(HEAVY_SCALE):>21}"
+        + "".join(f"{load + ' dec/s':>16}{'jobs/dec':>9}{'queue':>11}" for load in loads)
+        + f"{'native / x ' + str(HEAVY_SCALE):>21}{'per job':>9}"
     )
     for name, make in heavy_envs().items():
         rates = {load: [] for load in loads}
@@ -128,15 +135,16 @@ def heavy_table(traces: Path, episodes: int, repeat: int) -> None:
             for load, trace in loads.items():
                 env = make(trace, False)
                 rates[load].append(random_rate(env, 0, episodes * env.window_jobs))
-        row, window = "", env.window_jobs
+        row, window, per_decision = "", env.window_jobs, {}
         for load, trace in loads.items():
-            lengths = queue_lengths(make(trace, True), episodes * window)
+            lengths, per_decision[load] = queue_lengths(make(trace, True), episodes * window)
             queue = f"{np.median(lengths):.0f} / {lengths.max():.0f}"
-            row += f"{np.median(rates[load]):>16,.0f}{queue:>11}"
+            row += f"{np.median(rates[load]):>16,.0f}{per_decision[load]:>9.2f}{queue:>11}"
         pairs = np.divide(*rates.values())
         low, high = np.percentile(pairs, [25, 75])
         spread = f"{np.median(pairs):.2f}x ({low:.2f}-{high:.2f})"
-        print(f"{name:<30}{window:>7}{row}{spread:>21}", flush=True)
+        per_job = np.median(pairs) / np.divide(*reversed(per_decision.values()))
+        print(f"{name:<30}{window:>7}{row}{spread:>21}{per_job:>8.2f}x", flush=True)
 
 
 def reference_rate(trace: Trace, seconds: float) -> float:
