@@ -1,8 +1,6 @@
 // Conservative backfilling (Mu'alem and Feitelson 2001) for the Simulator: every waiting job
 // ahead in priority order holds a reservation on the free-procs profile, and a job starts now
 // only if that delays none of them (docs/simulation.md, "Backfilling while H waits").
-// The helpers a scan calls per job are `inline`: the core is built position-independent, where
-// GCC neither inlines nor calls directly a member function that another library could replace.
 #include <algorithm>
 #include <array>
 #include <cmath>
