@@ -120,6 +120,15 @@ void Simulator::make_index() {
                     cached_.data(), begin_, end_);
   group_users_.clear();
   sjbf_picks_.reset();
+  head_tournament_.reset();
+  if ((policy_ == Policy::kWfp3 || policy_ == Policy::kUnicep) && backfill_ == Backfill::kNone) {
+    std::vector<double> slopes, cached;
+    for (size_t g = 0; g < groups_->size(); ++g) {
+      cached.push_back(groups_->cached_of(g));
+      slopes.push_back(policy_ == Policy::kWfp3 ? std::cbrt(cached.back()) : 1 / cached.back());
+    }
+    head_tournament_.emplace(std::move(slopes), std::move(cached));
+  }
   ordered_heads_.clear();
   user_groups_.clear();
   // The groups' heads in order for the conservative scans that walk them (FCFS's keys never
@@ -226,6 +235,10 @@ int32_t Simulator::pick_heuristic() const {
     case Policy::kWfp3:
       return pick_wfp3();
     case Policy::kUnicep:
+      if (tournament_picks()) {
+        const int32_t g = head_tournament_->first(now_, unicep_score);
+        return g < 0 ? -1 : head_tournament_->head(g);
+      }
       return lowest([this](size_t, int32_t, double submit, double divisor) {
         return unicep_score(now_, submit, divisor);
       });
@@ -402,19 +415,31 @@ void Simulator::settle(std::vector<Keyed>::iterator first,
   std::sort(first, last);
 }
 
-// In one pass: the groups within kWfp3Close of the largest product so far are kept (near_picks_;
-// the bound only rises, so every group within it of the largest at the end is among them), and the
-// score settles those within it at the end.
+// The groups within kWfp3Close of the largest product (near_picks_), which the score settles
+// where there are several: from the tournament, or in one pass over the live groups, where the
+// bound only rises, so every group within it of the largest at the end is kept.
 int32_t Simulator::pick_wfp3() const {
   double most = 0, near = 0;
   const double now = now_;
   near_picks_.clear();
-  groups_->each_live([&](size_t, int32_t j, double submit, double cached) {
-    const double product = wfp3_product(now, submit, cached);
-    if (product < near) return;
-    if (product > most) most = product, near = most * (1 - kWfp3Close);
-    near_picks_.push_back({product, j});
-  });
+  if (tournament_picks()) {
+    auto key = [](double t, double submit, double cached) {
+      return -wfp3_product(t, submit, cached);
+    };
+    const int32_t g = head_tournament_->first(now, key);
+    if (g < 0) return -1;
+    near = wfp3_product(now, head_tournament_->submit(g), groups_->cached_of(g)) * (1 - kWfp3Close);
+    head_tournament_->each_within(now, key, -near,
+                                  [&](int32_t j) { near_picks_.push_back({near, j}); });
+  } else {
+    groups_->each_live([&](size_t, int32_t j, double submit, double cached) {
+      const double product = wfp3_product(now, submit, cached);
+      if (product < near) return;
+      if (product > most) most = product, near = most * (1 - kWfp3Close);
+      near_picks_.push_back({product, j});
+    });
+  }
+  if (near_picks_.size() == 1) return near_picks_[0].second;
   int32_t best = -1;
   double best_score = std::numeric_limits<double>::infinity();
   for (auto [product, j] : near_picks_) {

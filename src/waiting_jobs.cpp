@@ -13,6 +13,8 @@ void Simulator::index_add(int32_t job) {
   if (!groups_) return;
   groups_->add(job);
   const size_t g = groups_->group(job);
+  if (head_tournament_ && groups_->oldest_of(g) == job)
+    head_tournament_->set(g, job, w_.submit[job]);
   if ((!sjbf_picks_ && !keep_heads_) || groups_->oldest_of(g) != job) return;
   // The group's first waiting job (jobs come in index order).
   if (sjbf_picks_) sjbf_move(g, -1, job);
@@ -38,6 +40,7 @@ void Simulator::index_remove(int32_t job) {
   groups_->remove(job);
   if (!oldest) return;
   const int32_t next = groups_->oldest_of(g);
+  if (head_tournament_) head_tournament_->set(g, next, next >= 0 ? w_.submit[next] : 0);
   if (sjbf_picks_) sjbf_move(g, job, next);
   if (!keep_heads_) return;
   if (policy_ == Policy::kSjbf && in_capped(g)) {

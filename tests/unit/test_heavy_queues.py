@@ -101,3 +101,50 @@ def test_windows_of_long_queues_equal_reference(policy, backfill, workload, data
     result = simulate_cpp(trace_of(jobs, machine), policy, backfill, start=start)
     expected = simulate(window, machine, policy, backfill)
     assert dict(zip([j.id for j in window], result.start_time.tolist())) == expected
+
+
+@st.composite
+def queues_of_many_groups(draw):
+    """200 to 400 jobs of random sizes and requests (1 to 1,000 s) on 1 to 4 procs, submitted
+    at most 2 s apart from time 0 or 1e9: queues of hundreds of groups (of equal procs and
+    request) whose keys cross as they wait."""
+    machine = draw(st.integers(1, 4))
+    submit = draw(st.sampled_from([0.0, 1e9]))
+    jobs = []
+    for i in range(draw(st.integers(200, 400))):
+        submit += draw(st.sampled_from([0, 0, 1, 2]))
+        runtime, request = draw(st.integers(0, 30)), draw(st.integers(1, 1000))
+        jobs.append(Job(i + 1, submit, float(runtime), draw(st.integers(1, machine)), request, -1))
+    return jobs, machine
+
+
+@pytest.mark.parametrize("policy", ("wfp3", "unicep"))
+@settings(max_examples=20, deadline=None)
+@given(workload=queues_of_many_groups())
+def test_picks_of_moving_keys_equal_reference_without_backfilling(policy, workload):
+    """Without backfilling, WFP3's and UNICEP's picks come from a tournament of the groups'
+    heads where more than 128 groups wait (src/head_tournament.hpp), which finds again only
+    the nodes whose order may have changed."""
+    check(*workload, policy, "none", "request")
+
+
+@pytest.mark.parametrize("policy", ("wfp3", "unicep"))
+def test_picks_follow_keys_that_cross(policy):
+    """Job 1 fills the 8 procs until t = 100, when job 2 (runtime 0) and job 3 start and job 4
+    (job 3's twin) is picked to wait until 130. Job 5 (request 40, waiting since 0) comes
+    before job 6 (request 10, since 90) until their keys cross at t = 120 (WFP3: 2 / 40 t =
+    2 / 10 (t - 90); UNICEP: t / 120 = (t - 90) / 30): the pick at 130 takes job 6. 140 jobs
+    of long requests wait behind them, so that the picks come from the tournament of
+    src/head_tournament.hpp, where the groups of jobs 5 and 6 are neighbours and no head beside
+    them changed since t = 100, when they were compared."""
+    rows = [(0, 8, 100, 100), (0, 1, 1, 0), (50, 8, 5, 30), (50, 8, 5, 30), (0, 8, 40, 10)]
+    rows += [(90, 8, 10, 10)] + [(0, 8, 1e6 + k, 1) for k in range(140)]
+    jobs = [
+        Job(i + 1, float(submit), float(runtime), procs, float(request), 0)
+        for i, (submit, procs, request, runtime) in enumerate(rows)
+    ]
+    trace = trace_of(jobs, 8)
+    result = simulate_cpp(trace, policy, "none")
+    starts = dict(zip(trace.id.tolist(), result.start_time.tolist()))
+    assert {j: starts[j] for j in range(1, 7)} == {1: 0, 2: 100, 3: 100, 4: 130, 5: 170, 6: 160}
+    assert starts == simulate(jobs, 8, policy, "none")
