@@ -10,6 +10,7 @@
 #include <set>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -509,23 +510,42 @@ class WaitingGroups {
         group_(end - begin),
         slot_(end - begin),
         waits_(end - begin) {
-    std::vector<int32_t> order(end - begin);
-    std::iota(order.begin(), order.end(), static_cast<int32_t>(begin));
-    auto key = [&](int32_t j) { return std::make_tuple(procs[j], request[j], user ? user[j] : 0); };
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int32_t a, int32_t b) { return key(a) < key(b); });
-    for (size_t i = 0; i < order.size(); ++i) {
-      if (i == 0 || key(order[i]) != key(order[i - 1])) {
-        if (i == 0 || procs[order[i]] != sizes_.back()) class_end_.push_back(groups_.size());
-        groups_.emplace_back();
-        class_.push_back(static_cast<int32_t>(class_end_.size() - 1));
-        sizes_.push_back(procs[order[i]]);
-        requests_.push_back(request[order[i]]);
-        cached_.push_back(cached[order[i] - begin]);
+    // The distinct (procs, request, user) in one pass (a hash of them: sorting the 11.5M-job
+    // store's jobs by them took a tenth of its runs without backfilling), numbered in that
+    // order; then each job, in index order, joins its group.
+    using Key = std::tuple<int32_t, double, int64_t>;
+    auto key = [&](size_t j) { return Key{procs[j], request[j], user ? user[j] : 0}; };
+    struct KeyHash {
+      size_t operator()(const Key& k) const {
+        return std::hash<double>()(std::get<1>(k)) * 31 + std::get<0>(k) * 1000003 +
+               static_cast<size_t>(std::get<2>(k));
       }
-      group_[order[i] - begin] = static_cast<int32_t>(groups_.size() - 1);
-      slot_[order[i] - begin] = static_cast<int32_t>(groups_.back().jobs.size());
-      groups_.back().jobs.push_back(order[i]);
+    };
+    std::unordered_map<Key, int32_t, KeyHash> seen;
+    std::vector<int32_t> first;  // per key in order of appearance, its first job
+    for (size_t j = begin; j < end; ++j) {
+      const auto [at, added] = seen.try_emplace(key(j), static_cast<int32_t>(first.size()));
+      if (added) first.push_back(static_cast<int32_t>(j));
+      group_[j - begin] = at->second;
+    }
+    std::vector<int32_t> by_key(first.size()), number(first.size());
+    std::iota(by_key.begin(), by_key.end(), 0);
+    std::sort(by_key.begin(), by_key.end(),
+              [&](int32_t a, int32_t b) { return key(first[a]) < key(first[b]); });
+    for (const int32_t k : by_key) {
+      const int32_t j = first[k];
+      if (groups_.empty() || procs[j] != sizes_.back()) class_end_.push_back(groups_.size());
+      number[k] = static_cast<int32_t>(groups_.size());
+      groups_.emplace_back();
+      class_.push_back(static_cast<int32_t>(class_end_.size() - 1));
+      sizes_.push_back(procs[j]);
+      requests_.push_back(request[j]);
+      cached_.push_back(cached[j - begin]);
+    }
+    for (size_t j = begin; j < end; ++j) {
+      Group& g = groups_[group_[j - begin] = number[group_[j - begin]]];
+      slot_[j - begin] = static_cast<int32_t>(g.jobs.size());
+      g.jobs.push_back(static_cast<int32_t>(j));
     }
     // class_end_ held each class's first group: make it the group after each class.
     if (!class_end_.empty()) class_end_.erase(class_end_.begin());
