@@ -121,7 +121,8 @@ void Simulator::make_index() {
   group_users_.clear();
   sjbf_picks_.reset();
   head_tournament_.reset();
-  if ((policy_ == Policy::kWfp3 || policy_ == Policy::kUnicep) && backfill_ == Backfill::kNone) {
+  if ((policy_ == Policy::kWfp3 || policy_ == Policy::kUnicep) && backfill_ == Backfill::kNone &&
+      groups_->size() > kTournamentGroups) {  // else no pick would ask it
     std::vector<double> slopes, cached;
     for (size_t g = 0; g < groups_->size(); ++g) {
       cached.push_back(groups_->cached_of(g));

@@ -517,8 +517,8 @@ class WaitingGroups {
     auto key = [&](size_t j) { return Key{procs[j], request[j], user ? user[j] : 0}; };
     struct KeyHash {
       size_t operator()(const Key& k) const {
-        return std::hash<double>()(std::get<1>(k)) * 31 + std::get<0>(k) * 1000003 +
-               static_cast<size_t>(std::get<2>(k));
+        return std::hash<double>()(std::get<1>(k)) * 31 +
+               static_cast<size_t>(std::get<0>(k)) * 1000003 + static_cast<size_t>(std::get<2>(k));
       }
     };
     std::unordered_map<Key, int32_t, KeyHash> seen;

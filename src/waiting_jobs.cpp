@@ -13,10 +13,10 @@ void Simulator::index_add(int32_t job) {
   if (!groups_) return;
   groups_->add(job);
   const size_t g = groups_->group(job);
-  if (head_tournament_ && groups_->oldest_of(g) == job)
-    head_tournament_->set(g, job, w_.submit[job]);
-  if ((!sjbf_picks_ && !keep_heads_) || groups_->oldest_of(g) != job) return;
+  if (groups_->oldest_of(g) != job) return;
   // The group's first waiting job (jobs come in index order).
+  if (head_tournament_) head_tournament_->set(g, job, w_.submit[job]);
+  if (!sjbf_picks_ && !keep_heads_) return;
   if (sjbf_picks_) sjbf_move(g, -1, job);
   if (!keep_heads_) return;
   if (policy_ == Policy::kSjbf && in_capped(g)) {
