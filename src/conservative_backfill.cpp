@@ -208,20 +208,22 @@ void Simulator::conservative_scan() {
     if (!plan_by_index(held, near ? now_ + near_width_ : kWhole)) plan_by_index(false, kWhole);
     start_planned();
   } else if (groups_ && (estimate_ == Estimate::kRequest || predicted_groups())) {
-    // Where the plan near now cannot tell, one up to twice the longest request mostly can (a
-    // job that starts now ends before any reservation it leaves out begins): on the store of
-    // bench/sim_throughput.py, where one request in ten is the longest (36 h), the plan near
-    // now could not tell at 36% of WFP3's scans (first 2,000 jobs); of 11,824 such scans over
-    // its first 20,000 jobs, the one up to twice the longest request could not tell at 144.
-    // jobs/s, first 2,000 / 20,000 / 100,000 jobs: WFP3 175k -> 277k / 27k -> 130k / 3.2k ->
-    // 50k, UNICEP 352k -> 393k / 44k -> 161k / 6k -> 60k, SJBF 315k -> 333k / 97k -> 176k /
-    // 26k -> 95k; up to one longest request WFP3 234k / 70k, three 255k / 135k; LANL-CM5 x0.5
-    // and x0.25 unchanged (the plan near now seldom fails there). Where that fails too (1 scan
-    // in 60 to 140 on the store), one up to eight times the longest request has told every time
-    // over the store's first 600,000 jobs (FCFS, WFP3, SJBF), where the whole plan walks a
-    // queue of tens of thousands: FCFS 24.9k -> 40.7k jobs/s there, first 200,000 WFP3 30.7k ->
-    // 41.9k, SJBF 65.2k -> 71.5k.
-    for (const double width : {near_width_, 2 * longest_request_, 8 * longest_request_, kWhole}) {
+    // Where the plan near now cannot tell, one up to twice the longest estimate of the groups
+    // that fit as the scan begins (fit_longest_, from the plan near now), and at least twice
+    // the plan near now, mostly can: a job that starts now ends before any reservation it
+    // leaves out begins. On the store of bench/sim_throughput.py, where one request in ten is
+    // the longest (36 h), the plan near now could not tell at 36% of WFP3's scans (first 2,000
+    // jobs); of 11,824 such scans over its first 20,000 jobs, one up to twice the longest
+    // request could not tell at 144. Twice the longest that fits is shorter than that at half
+    // the wider plans (the store's first 300,000 jobs, WFP3: 21.6 h at 66,126 of 214,279, 12 h
+    // at 37,593): WFP3 166k -> 175k jobs/s there, side by side (1.5 and 2.5 times it: 147k,
+    // 161k; at least the plan near now once: 162k); UNICEP, SJBF, FCFS and SJF there, and
+    // lublin_256 and LANL-CM5 x1, x0.5 and x0.25 on requests and on predictions, within noise
+    // or faster. Where that fails too (1 scan in 60 to 140 on the store), one up to eight times
+    // the longest request has told every time over the store's first 600,000 jobs (FCFS, WFP3,
+    // SJBF), where the whole plan walks a queue of tens of thousands.
+    for (double width : {near_width_, 0.0, 8 * longest_request_, kWhole}) {
+      if (width == 0) width = 2 * std::max(fit_longest_, near_width_);
       const bool told = plan_by_groups(now_ + width);  // the whole plan always tells
       if (std::exchange(probing_near_, false)) learn_near(told);
       if (told) break;
@@ -342,18 +344,20 @@ bool Simulator::plan_by_groups(double near) {
 }
 
 // plan_by_groups()'s first part: the profile of the running jobs and the committed one's
-// reservation, and the groups that fit now beside it (fit_cuts_, fit_classes_). Neither depends
-// on how near the plan is, so a plan near now that is skipped leaves them to the next
-// (base_kept_): on the store, 89,748 of WFP3's 204,699 plans near now over its first 150,000
-// jobs are skipped, and the instructions of conservative_scan() fall by 1.6% (UNICEP) to 3.8%
-// (SJBF) there (LANL-CM5 x 0.25: within 0.5%).
+// reservation, and the groups that fit now beside it (fit_cuts_, fit_classes_) with their
+// longest estimate (fit_longest_). None depends on how near the plan is, so a plan near now
+// that is skipped leaves them to the next (base_kept_): on the store, 89,748 of WFP3's 204,699
+// plans near now over its first 150,000 jobs are skipped, and the instructions of
+// conservative_scan() fall by 1.6% (UNICEP) to 3.8% (SJBF) there (LANL-CM5 x 0.25: within
+// 0.5%).
 void Simulator::fitting_groups() {
   profile_.lows(lows_);
   const int32_t free = std::min(free_, lows_[0].free);
-  ++group_plans_;  // a scan may plan four times (near now, 2 and 8 longest requests, whole)
+  ++group_plans_;  // a scan may plan four times (conservative_scan())
   dropped_.resize(groups_->size());
   fit_cuts_.resize(groups_->classes());
   fit_classes_.clear();
+  fit_longest_ = 0;
   // The groups that fit now, among those of at most the free procs; where none does (2 in 5
   // scans on LANL-CM5 x0.25), no group is keyed. In a class of groups of equal procs, by
   // request, those that fit come first: one search per class finds them (fit_cuts_), with
@@ -369,7 +373,10 @@ void Simulator::fitting_groups() {
         cut = groups_->fitting_end(g, end, now_, until);
       } else {
         for (size_t k = g; k < end; k = groups_->next_live(k + 1))
-          if (now_ + group_estimate(k) <= until) fitted_[k] = group_plans_, cut = k + 1;
+          if (now_ + group_estimate(k) <= until) {
+            fitted_[k] = group_plans_, cut = k + 1;
+            fit_longest_ = std::max(fit_longest_, group_estimate(k));
+          }
       }
       if (cut == g) return;
       fit_cuts_[groups_->class_of(g)] = {group_plans_, cut};
@@ -393,6 +400,9 @@ void Simulator::fitting_groups() {
           });
     }
   }
+  if (!predicted_groups())  // in a class, the last group that fits has the longest request
+    for (const size_t c : fit_classes_)
+      fit_longest_ = std::max(fit_longest_, groups_->request_of(fit_cuts_[c].cut - 1));
 }
 
 // plan_by_groups()'s walk, from fitting_groups()'s profile and groups.

@@ -496,6 +496,7 @@ class Simulator {
   std::vector<FitCut> fit_cuts_;
   std::vector<uint32_t> fitted_;  // predicted_groups(): per group, the last call it fitted at
   std::vector<size_t> fit_classes_;
+  double fit_longest_ = 0;
   size_t fit_class_ = 0;
   // heads_[0, heads_end_): the heads (heads_ keeps its length between plans, not cleared anew).
   std::vector<Keyed> heads_, nexts_;
