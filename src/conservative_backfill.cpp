@@ -407,6 +407,7 @@ void Simulator::fitting_groups() {
 
 // plan_by_groups()'s walk, from fitting_groups()'s profile and groups.
 bool Simulator::walk_groups() {
+  passed_.clear();
   merge_heads();
   // The last group that fitted as the scan began and may still: no later job can start once
   // there is none. It moves back through fit_classes_ (at fit_class_).
@@ -449,7 +450,9 @@ bool Simulator::walk_groups() {
       if (runtime(j) > 0) profile_.reserve_now(procs, duration), free_ -= procs;
       touched = now_;
     } else {
-      if (const double at = reserve_near(procs, duration); !std::isnan(at) && duration > 0)
+      if (const double at = reserve_near(procs, duration); std::isnan(at))
+        pass_over_later(procs, duration);
+      else if (duration > 0)
         touched = std::min(touched, at);
       dropped_[g] = group_plans_;
     }
@@ -788,8 +791,19 @@ void Simulator::sort_heads_through(size_t i) {
 // which a job of its `procs` could start now, or before near_until_ and end by exact_until_ (as in
 // near_from()); then it and the rest of its group, of the same request, are left out, and
 // exact_until_ comes down to runs.beyond.
+//
+// A job of as many procs or more and as long or longer than one passed over or left out in
+// this plan (passed_, pass_over_later()) is passed over too, without its runs: the profile only
+// loses procs and exact_until_ only falls, so its runs are no longer and it cannot start now;
+// it starts no earlier than that one, at or after exact_until_ as that one left it (in the
+// plan from scratch too, which has no more free procs), so exact_until_ needs no lowering. On
+// the store's first 300,000 jobs, 63% of WFP3's jobs passed over are found so (from passed
+// jobs alone); side by side, medians of 5, WFP3 167k -> 174k jobs/s, UNICEP 253k -> 278k,
+// SJBF 250k -> 275k, FCFS 269k -> 281k.
 inline bool Simulator::passed_over(int32_t procs, double duration) {
   if (std::isinf(near_until_)) return false;
+  for (const auto& [p, d] : passed_)
+    if (procs >= p && duration >= d) return true;
   if (procs_runs_.size() <= static_cast<size_t>(procs)) procs_runs_.resize(procs + 1);
   ProcsRuns& k = procs_runs_[procs];
   // Most jobs walked are not passed over (63% under UNICEP at x0.25): the walk of the runs
@@ -797,7 +811,17 @@ inline bool Simulator::passed_over(int32_t procs, double duration) {
   fresh_runs(k, procs, duration);
   if (duration <= near_limit(k.runs.within)) return false;
   exact_until_ = std::min(exact_until_, k.runs.beyond);
+  pass_over_later(procs, duration);
   return true;
+}
+
+// Keeps in passed_ only the pairs that no other one covers.
+inline void Simulator::pass_over_later(int32_t procs, double duration) {
+  passed_.erase(
+      std::remove_if(passed_.begin(), passed_.end(),
+                     [&](const auto& x) { return x.first >= procs && x.second >= duration; }),
+      passed_.end());
+  passed_.push_back({procs, duration});
 }
 
 // The longest request a job may have not to be passed over where runs.within is `within`: a

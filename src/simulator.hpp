@@ -244,6 +244,7 @@ class Simulator {
   bool group_fits(size_t g) const;
   size_t last_fitting(size_t below);
   bool passed_over(int32_t procs, double duration);
+  void pass_over_later(int32_t procs, double duration);
   double near_limit(double within) const;
   double reserve_near(int32_t procs, double duration);
   double fit_until(int32_t procs) const;
@@ -481,6 +482,7 @@ class Simulator {
   std::vector<NearClass> near_;
   // passed_over()'s, per procs.
   std::vector<ProcsRuns> procs_runs_;
+  std::vector<std::pair<int32_t, double>> passed_;  // (procs, request) passed over, this plan
   // plan_by_groups()'s, which counts its calls (group_plans_): per group, the last call that
   // found it unable to start a job; per class of groups of equal procs, the groups that fitted
   // now as that call began (those before `cut`); the classes with such a group, in order, and
