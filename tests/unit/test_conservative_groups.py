@@ -6,9 +6,9 @@ where a fitting group's second job comes after a group that did not fit: that gr
 reservation must be made before the second job is tried; FCFS on many sizes and SJF on groups
 of many jobs against the reference; and past the walk's first 32 jobs, where the plan near now
 keeps only the groups that might still start before its end, a hand case and long queues of
-many groups against the reference, and again as exact_until_ falls: long queues of requests
-from 1 s to 1,000 s, with runtimes within them and past them (where exact_until_ can fall to
-now itself)."""
+many groups against the reference (also where a request is the plan near now's width), and
+again as exact_until_ falls: long queues of requests from 1 s to 1,000 s, with runtimes within
+them and past them (where exact_until_ can fall to now itself)."""
 
 import numpy as np
 import pytest
@@ -19,10 +19,16 @@ from simhelpers import cpp_starts
 
 
 @st.composite
-def many_sizes(draw, max_jobs: int, distinct: tuple[int, int] = (17, 24), min_jobs: int = 0):
+def many_sizes(
+    draw,
+    max_jobs: int,
+    distinct: tuple[int, int] = (17, 24),
+    min_jobs: int = 0,
+    requests: tuple[int, ...] = (1, 3, 10, 30, 100),
+):
     """17 to 24 (`distinct`) distinct sizes on 24 (or the most sizes) to 64 procs, each size's
     first job among the first jobs, then at least `min_jobs` and up to `max_jobs` in all,
-    arriving in bursts, with requests of 1 s to 100 s and runtimes often far below: long plans
+    arriving in bursts, with `requests` (1 s to 100 s) and runtimes often far below: long plans
     of many groups."""
     least, most = distinct
     machine = draw(st.integers(max(24, most), 64))
@@ -30,7 +36,7 @@ def many_sizes(draw, max_jobs: int, distinct: tuple[int, int] = (17, 24), min_jo
     jobs, submit = [], 0
     for i in range(draw(st.integers(max(len(sizes), min_jobs), max_jobs))):
         submit += draw(st.sampled_from([0, 0, 0, 1, 7]))
-        requested = draw(st.sampled_from([1, 3, 10, 30, 100]))
+        requested = draw(st.sampled_from(requests))
         runtime = draw(st.sampled_from([requested, requested // 2, requested // 10, 0]))
         procs = sizes[i] if i < len(sizes) else draw(st.sampled_from(sizes))
         jobs.append(Job(i + 1, float(submit), float(runtime), procs, float(requested), 0))
@@ -95,6 +101,18 @@ def test_the_plan_near_now_keeps_only_the_groups_that_may_start_before_its_end()
 @settings(max_examples=30, deadline=None)
 @given(workload=many_sizes(max_jobs=160, distinct=(30, 40), min_jobs=100))
 def test_long_queues_of_many_groups_plan_as_the_reference_plans(policy, workload):
+    plans_as_the_reference(workload, policy)
+
+
+# 30 s is a third of the longest request, the plan near now's width: a job of 30 s that fits
+# now runs to the plan's end, and counts as running past it (the plan near now is skipped for
+# the wider one, more often the more often it failed).
+@pytest.mark.parametrize("policy", ("wfp3", "unicep"))
+@settings(max_examples=20, deadline=None)
+@given(
+    workload=many_sizes(max_jobs=160, distinct=(30, 40), min_jobs=100, requests=(1, 3, 10, 30, 90))
+)
+def test_requests_that_end_with_the_plan_near_now_plan_as_the_reference_plans(policy, workload):
     plans_as_the_reference(workload, policy)
 
 
