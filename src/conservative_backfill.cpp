@@ -222,8 +222,9 @@ void Simulator::conservative_scan() {
     // or faster. Where that fails too (1 scan in 60 to 140 on the store), one up to eight times
     // the longest request has told every time over the store's first 600,000 jobs (FCFS, WFP3,
     // SJBF), where the whole plan walks a queue of tens of thousands.
-    for (double width : {near_width_, 0.0, 8 * longest_request_, kWhole}) {
-      if (width == 0) width = 2 * std::max(fit_longest_, near_width_);
+    // -1: twice the longest that fits, known once the plan near now has found the groups.
+    for (double width : {near_width_, -1.0, 8 * longest_request_, kWhole}) {
+      if (width < 0) width = 2 * std::max(fit_longest_, near_width_);
       const bool told = plan_by_groups(now_ + width);  // the whole plan always tells
       if (std::exchange(probing_near_, false)) learn_near(told);
       if (told) break;
@@ -491,8 +492,8 @@ bool Simulator::walk_groups() {
 }
 
 // Whether, with requests, a group that fits now as the scan begins would run past near_until_
-// or up to it (in a class, the fitting groups' last has the longest request): where a job of it
-// can start, the plan near now cannot tell (before_left_out()), and where its run ends at
+// or up to it (the longest of their requests, fit_longest_, would): where a job of it can
+// start, the plan near now cannot tell (before_left_out()), and where its run ends at
 // near_until_, only while no job left out brings exact_until_ down at all. How often that
 // happens depends on the workload: of such plans near now, on the store of
 // bench/sim_throughput.py at load 1.2 (first 300,000 jobs) WFP3's told at 22,481 of 175,354 and
@@ -501,10 +502,7 @@ bool Simulator::walk_groups() {
 // 10.8 h would not), WFP3's plans near now that walked and could not tell fell from 39,509 to
 // 3,691 and the cycles of its plans by 9%.
 inline bool Simulator::runs_past_near() const {
-  return !predicted_groups() &&
-         std::any_of(fit_classes_.begin(), fit_classes_.end(), [this](size_t c) {
-           return now_ + groups_->request_of(fit_cuts_[c].cut - 1) >= near_until_;
-         });
+  return !predicted_groups() && now_ + fit_longest_ >= near_until_;
 }
 
 // After a plan near now made where runs_past_near(): the plans near now such a scan skips (for
@@ -819,7 +817,7 @@ inline bool Simulator::passed_over(int32_t procs, double duration) {
   return true;
 }
 
-// Keeps in passed_ only the pairs that no other one covers.
+// Adds (procs, duration) to passed_, dropping the pairs it covers.
 inline void Simulator::pass_over_later(int32_t procs, double duration) {
   passed_.erase(
       std::remove_if(passed_.begin(), passed_.end(),

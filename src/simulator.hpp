@@ -482,7 +482,7 @@ class Simulator {
   std::vector<NearClass> near_;
   // passed_over()'s, per procs.
   std::vector<ProcsRuns> procs_runs_;
-  std::vector<std::pair<int32_t, double>> passed_;  // (procs, request) passed over, this plan
+  std::vector<std::pair<int32_t, double>> passed_;  // (procs, estimate) passed over, this plan
   // plan_by_groups()'s, which counts its calls (group_plans_): per group, the last call that
   // found it unable to start a job; per class of groups of equal procs, the groups that fitted
   // now as that call began (those before `cut`); the classes with such a group, in order, and
