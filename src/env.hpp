@@ -245,6 +245,8 @@ class BatchEnv {
     std::vector<int32_t> running_procs;  // per user, scratch for the features
     std::vector<double> queued_work;     // per user, scratch
     std::vector<WindowJob> window;       // per job of the window (job - begin)
+    // The output rows the last observation filled (the others are 0); at first, any.
+    size_t filled = std::numeric_limits<size_t>::max();
     // Observations in this episode, and the distinct times they were made at (the last: at).
     uint32_t observations = 0, instants = 0;
     double at = std::numeric_limits<double>::quiet_NaN();
@@ -285,6 +287,7 @@ class BatchEnv {
   float dense_reward(Env& e) const;
   double reward_of(const Metrics& m) const;
   void observe(Env& e, size_t i, Outputs out) const;
+  void clear_rows(Env& e, float* jobs, size_t filled) const;
   void observe_wait(const Env& e, float* f, uint8_t* mask) const;
   void observe_orders(Env& e, float* jobs, uint8_t* mask) const;
   void skip_hidden_backfills(Simulator& s) const;

@@ -27,6 +27,8 @@ K, WINDOW = 16, 300
             estimate="predicted",
         ),
         dict(heuristic_ranks=True, history=True, agent_backfill=True, policy="unicep"),
+        dict(fit_times=True, wait=True),
+        dict(order_actions=True, fit_times=True),
     ],
 )
 def test_the_kept_observation_is_the_one_from_scratch(options):
