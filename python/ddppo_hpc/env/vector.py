@@ -63,7 +63,8 @@ class VecSchedulingEnv:
     `action_mask` have K + 1 rows, the last the wait slot's. Finished episodes
     restart at once: `terminated[i]` marks the step that ended one, whose metrics are in
     `info`, and row i already shows the next episode. The returned arrays are reused by
-    the next step: copy what must outlive it. With `history`, every job slot also has the
+    the next step: copy what must outlive it, and do not write into them (the core clears
+    only the rows it filled last). With `history`, every job slot also has the
     EASY++ prediction and its user's history, and the cluster features summarise the queue
     past slot K (`jobs` has `job_features`, `cluster` `cluster_features` columns;
     docs/environment.md, "History"). `estimate` (request or predicted, the EASY++
