@@ -36,7 +36,7 @@ Metrics compute_metrics(const Workload& w, size_t begin, const std::vector<doubl
     m.max_bsld = std::max(m.max_bsld, bsld);
     work += w.procs[j] * w.runtime[j];
     last_end = std::max(last_end, start[i] + w.runtime[j]);
-    auto [it, added] = user_index.emplace(w.user[j], m.users.size());
+    auto [it, added] = user_index.try_emplace(w.user[j], m.users.size());
     if (added) {
       m.users.push_back(w.user[j]);
       m.user_avg_wait.push_back(0);
