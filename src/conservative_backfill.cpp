@@ -20,6 +20,13 @@ constexpr size_t kNone = std::numeric_limits<size_t>::max();
 // 5.09G; the store's first 2,000 jobs, 85 sizes and a short queue, 68M at 4 and above, 127M at
 // 1, 250M at 0).
 constexpr size_t kNearJobsPerClass = 4;
+// SJF plans near now only on EASY++ predictions, and where the queue holds more jobs than this
+// per class: on requests its last job that can start comes early in its order (a plan near now
+// was 2-5x slower: LANL-CM5 x0.25, lublin_256 and KTH-SP2 x0.5), but a prediction far below
+// its request lets a job late in that order start. jobs/s on LANL-CM5 (6 sizes) by index ->
+// near now, x1 / x0.5 / x0.25: 1.03M / 121k / 37k -> 0.82M / 331k / 148k with 4 a class,
+// ~1.04M / ~340k / ~157k with 16, 32 or 64.
+constexpr size_t kNearSjfJobsPerClass = 16;
 // The plan near now by groups keeps only the heads that might still start before its end
 // (narrow_heads()) after walking some jobs, then twice as many and so on, where more than
 // kNarrowLeft heads are left: learn_narrow() moves the first try within [kNarrowFirst,
@@ -198,12 +205,16 @@ void Simulator::conservative_scan() {
   constexpr double kWhole = std::numeric_limits<double>::infinity();
   ++scan_;
   if (index_ && !groups_ && index_scans() == WaitingIndex::Scans::kConservative) {
-    // FCFS (on at most kIndexPlanSizes sizes): the plan near now, or the whole plan where that
-    // cannot tell what starts (rare). On predictions, index_ searches the jobs' predictions.
-    // SJF (where groups hold few jobs: plans_by_groups()) and F1 rank short or small jobs
-    // first: their last job that can start comes early.
-    const bool near = policy_ == Policy::kFcfs &&
-                      queue_.size() - stale_ > kNearJobsPerClass * index_->size_classes();
+    // FCFS (on at most kIndexPlanSizes sizes) and SJF on predictions: the plan near now, or
+    // the whole plan where that cannot tell what starts (rare). On predictions, index_
+    // searches the jobs' predictions. SJF on requests (where groups hold few jobs:
+    // plans_by_groups()) and F1 rank short or small jobs first: their last job that can start
+    // comes early.
+    const bool sjf_near = policy_ == Policy::kSjf && estimate_ == Estimate::kPredicted;
+    const bool near =
+        (policy_ == Policy::kFcfs || sjf_near) &&
+        queue_.size() - stale_ >
+            (sjf_near ? kNearSjfJobsPerClass : kNearJobsPerClass) * index_->size_classes();
     const bool held = plan_holds();
     if (!plan_by_index(held, near ? now_ + near_width_ : kWhole)) plan_by_index(false, kWhole);
     start_planned();

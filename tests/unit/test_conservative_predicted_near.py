@@ -41,6 +41,25 @@ def test_a_start_that_runs_past_a_reservation_left_out_waits_for_the_whole_plan(
     assert _starts(jobs, 10, policy) == expected
 
 
+@pytest.mark.parametrize("policy", ("fcfs", "sjf"))
+def test_a_size_class_passed_over_whole_bounds_the_plan_near_now(policy):
+    # 10 procs, one user per job, every runtime its request: predictions are requests. Job 1
+    # (6 procs) runs to 100; job 2 (6 procs, 1 s) is committed on [100, 101); jobs 3-53 (7
+    # procs, 100 s each) are reserved one after another from 101 to 5201. Job 54 (4 procs,
+    # 150 s, the longest request: the plan near now reaches 50 s past now) arrives at 3 and
+    # fits now beside jobs 1 and 2, but its run crosses 101, where job 3 leaves 3 procs. The
+    # queue (52 jobs on 3 sizes) is long enough for the plan by size classes (FCFS's and, on
+    # predictions, SJF's), which passes over the class of 7 procs whole (none of its jobs can
+    # start before 100): that must bring the plan's bound down to 101 and send the scan to the
+    # whole plan, where job 54 waits until 5201.
+    jobs = [Job(1, 0.0, 100.0, 6, 100.0, 1), Job(2, 1.0, 1.0, 6, 1.0, 2)]
+    jobs += [Job(k, 1.0, 100.0, 7, 100.0, k) for k in range(3, 54)]
+    jobs.append(Job(54, 3.0, 150.0, 4, 150.0, 54))
+    expected = simulate(jobs, 10, policy, "conservative", estimate="predicted")
+    assert expected[54] == 5201.0
+    assert _starts(jobs, 10, policy) == expected
+
+
 @pytest.mark.parametrize("policy", ("fcfs", "sjf", "f1", "wfp3", "unicep", "sjbf"))
 @settings(max_examples=30, deadline=None)
 @given(workload=far_plans(max_jobs=70, users=3))
