@@ -239,16 +239,20 @@ class WaitingIndex {
       return;
     }
     // The predictions of its waiting jobs with requests over the lesser mean change; those
-    // that left go from its list.
-    int32_t* mine = &lists_[list_at_[u]];
+    // that left go from its list. The list holds what the update reads, so that a job costs
+    // one access, to its slot, which is kUnset once it left (and while it waits only where its
+    // request is infinite).
+    Listed* mine = &lists_[list_at_[u]];
     const double below = std::min(was, mean);
     uint32_t kept = 0;
     for (uint32_t k = 0; k < listed_[u]; ++k) {
-      const int32_t j = mine[k];
-      const Place& at = places_[j - begin_];
-      if (waiting_.at(at.rank) == MinTree<int32_t>::kUnset) continue;
-      mine[kept++] = j;
-      if (request_[j] > below) sizes_.set(procs_[j], at.size_slot, std::min(mean, request_[j]));
+      const Listed l = mine[k];
+      MinTree<double>& tree = sizes_.trees[l.size_class];
+      if (tree.at(l.size_slot) == MinTree<double>::kUnset &&
+          (l.request != MinTree<double>::kUnset || waiting_.at(l.rank) == MinTree<int32_t>::kUnset))
+        continue;
+      mine[kept++] = l;
+      if (l.request > below) tree.set(l.size_slot, std::min(mean, l.request));
     }
     listed_[u] = kept;
   }
@@ -259,7 +263,8 @@ class WaitingIndex {
     double estimate = request_[j];
     if (predicted_) {
       const int32_t u = user_class_[j - begin_];
-      lists_[list_at_[u] + listed_[u]++] = j;
+      lists_[list_at_[u] + listed_[u]++] = {
+          request_[j], static_cast<uint32_t>(sizes_.class_of(procs_[j])), at.size_slot, at.rank};
       estimate = std::min(mean_[u], estimate);
     } else if (!users_.keys.empty()) {
       const size_t c = users_.class_of(user_class_[j - begin_]);
@@ -487,7 +492,13 @@ class WaitingIndex {
   Classes<int32_t, int32_t> users_;
   MinTree<double> means_;
   bool predicted_ = false;
-  std::vector<int32_t> lists_;  // user u's: from list_at_[u], listed_[u] of them
+  // A job in its user's list: its request, its slot in the size classes and its rank.
+  struct Listed {
+    double request;
+    uint32_t size_class;
+    int32_t size_slot, rank;
+  };
+  std::vector<Listed> lists_;  // user u's: from list_at_[u], listed_[u] of them
   std::vector<uint32_t> list_at_, listed_;
 };
 

@@ -60,6 +60,26 @@ def test_a_size_class_passed_over_whole_bounds_the_plan_near_now(policy):
     assert _starts(jobs, 10, policy) == expected
 
 
+@pytest.mark.parametrize("policy", ("fcfs", "sjf", "f1"))
+def test_a_job_of_infinite_request_waits_for_its_users_mean(policy):
+    # 4 procs. Jobs 1 (user 1) and 2 (user 3) take 2 procs each from 0, to 10 and 100; job 3
+    # (4 procs) is committed at 100. Job 4 (user 1, 2 procs, an infinite request) is predicted
+    # at its request until job 1 ends at 10; then at user 1's mean, 10 s: it fits before 100
+    # and starts at 10. The index of waiting jobs by size (FCFS, SJF and F1 on at most 16
+    # sizes) holds the predictions: an infinite one is no prediction there, so only the list
+    # of user 1's jobs, which user 1's new mean walks, still knows job 4 waits.
+    inf = float("inf")
+    jobs = [
+        Job(1, 0.0, 10.0, 2, 10.0, 1),
+        Job(2, 0.0, 100.0, 2, 100.0, 3),
+        Job(3, 1.0, 50.0, 4, 50.0, 2),
+        Job(4, 2.0, 5.0, 2, inf, 1),
+    ]
+    expected = simulate(jobs, 4, policy, "conservative", estimate="predicted")
+    assert expected == {1: 0.0, 2: 0.0, 3: 100.0, 4: 10.0}
+    assert _starts(jobs, 4, policy) == expected
+
+
 @pytest.mark.parametrize("policy", ("fcfs", "sjf", "f1", "wfp3", "unicep", "sjbf"))
 @settings(max_examples=30, deadline=None)
 @given(workload=far_plans(max_jobs=70, users=3))
