@@ -576,7 +576,7 @@ constexpr double kCutSlack = 0.95;
 
 // The groups' heads in policy order, without a heap or a sort over all of them (a walk pops a
 // few dozen of some hundreds): one pass keys every group's oldest job into heads_, which
-// merge_pop() puts into order only as far as the walk reaches (SJBF, FCFS, SJF: ordered_heads_
+// merge_pop() puts into order only as far as the walk reaches (SJBF, FCFS, SJF, F1: ordered_heads_
 // holds them in order). The groups' next jobs, pushed as the walk goes, wait in the heap nexts_.
 void Simulator::merge_heads() {
   if (heads_.size() < groups_->live()) heads_.resize(groups_->live());
@@ -739,7 +739,7 @@ inline Simulator::Keyed Simulator::merge_pop() {
   return heads_[merged_++];
 }
 
-// Puts heads_[merged_] into its place in policy order (SJBF, FCFS, SJF: the next of
+// Puts heads_[merged_] into its place in policy order (SJBF, FCFS, SJF, F1: the next of
 // ordered_heads_, unless narrowed), and with it (WFP3) the heads after it whose keys are close,
 // a chain of them: those are ordered by before(), which settles them by the score; a key after
 // them is not close to any before it.

@@ -132,14 +132,14 @@ void Simulator::make_index() {
   }
   ordered_heads_.clear();
   user_groups_.clear();
-  // The groups' heads in order for the conservative scans that walk them (FCFS's keys never
-  // change; SJBF's only as its users' histories do). EASY picks seldom (LANL-CM5 x0.5: 1 job
-  // in 4; its scans key their candidates): there, moving a user's groups at each completion
-  // cost more (18% of instructions) than the picks it saves, and so does SjbfPicks' upkeep
-  // (CPU time, LANL-CM5 x0.5 1.57M -> 1.24M jobs/s, x0.25 1.19M -> 1.05M, the store's first 1M
-  // jobs 0.53M-0.59M -> 0.50M).
+  // The groups' heads in order for the conservative scans that walk them (FCFS's, SJF's and
+  // F1's keys never change; SJBF's only as its users' histories do). EASY picks seldom (LANL-CM5
+  // x0.5: 1 job in 4; its scans key their candidates): there, moving a user's groups at each
+  // completion cost more (18% of instructions) than the picks it saves, and so does SjbfPicks'
+  // upkeep (CPU time, LANL-CM5 x0.5 1.57M -> 1.24M jobs/s, x0.25 1.19M -> 1.05M, the store's first
+  // 1M jobs 0.53M-0.59M -> 0.50M).
   keep_heads_ = groups_ && backfill_ == Backfill::kConservative &&
-                (policy_ == Policy::kFcfs || policy_ == Policy::kSjf || policy_ == Policy::kSjbf);
+                (static_order() || policy_ == Policy::kSjbf);
   // A conservative scan finds the groups that fit now band by band of procs where classes hold
   // few groups (the store: 8.3 a class); with hundreds a class (LANL-CM5: 2,779 groups of 6
   // sizes), by one search per class (the bands cost 8-12% there, x0.25).

@@ -183,14 +183,20 @@ class Simulator {
   static constexpr size_t kIndexPlanSizes = 16;
   bool window_has_many_sizes() const;
   bool many_sizes_ = false;  // conservative (or rule actions) only: window_has_many_sizes()
-  // Conservative scans with requests plan by groups under FCFS where the window holds many
-  // sizes, and under SJF where its groups also hold many jobs each (groups_hold_many_): SJF
+  // Conservative scans with requests plan by groups under FCFS and F1 where the window holds
+  // many sizes, and under SJF where its groups also hold many jobs each (groups_hold_many_): SJF
   // ranks long requests last, so its last job that can start comes late in a long queue of few
   // requests (the store's first 300,000 jobs, 10 requests, 81 jobs a group: by index 13.8k
   // jobs/s, by groups 115k), but by groups it was slower where groups hold few jobs (KTH-SP2
-  // 16 a group, x0.25 418k -> 244k; lublin_256 1.6, 430k -> 136k; HPC2N 9, 653k -> 517k).
+  // 16 a group, x0.25 418k -> 244k; lublin_256 1.6, 430k -> 136k; HPC2N 9, 653k -> 517k). F1
+  // (its score rises with the submit time, as FCFS's, in a group of equal procs and request),
+  // by index -> by groups (medians of 3 side by side, or one run): KTH-SP2 x0.25 3.3k -> 131k,
+  // x0.5 36k -> 235k (1), x1 1.27M -> 1.38M; the store's first 300,000 jobs 404k -> 872k (2);
+  // lublin_256 x0.25 71k -> 145k (1), but x0.5 778k -> 537k, x1 832k -> 786k; HPC2N x0.25
+  // 160k -> 172k (1), x1 2.44M -> 2.10M: the worst case 40x faster, the others above 500k.
   bool plans_by_groups() const {
-    return (policy_ == Policy::kFcfs || (policy_ == Policy::kSjf && groups_hold_many_)) &&
+    return (policy_ == Policy::kFcfs || policy_ == Policy::kF1 ||
+            (policy_ == Policy::kSjf && groups_hold_many_)) &&
            estimate_ == Estimate::kRequest && index_scans() == WaitingIndex::Scans::kConservative &&
            many_sizes_;
   }
@@ -394,9 +400,10 @@ class Simulator {
   // 1.2, first 150,000 jobs: 8,488 groups moved where 881,789 did; conservative SJBF on its
   // first 300,000 jobs 182k-185k -> 208k jobs/s, LANL-CM5 x0.25 12% fewer instructions). Per
   // user: its groups (at user_at_ in the list), its capped(u) as the order holds it, those jobs,
-  // and its entry (job -1: none). FCFS's and SJF's conservative scans by groups walk them too, each
-  // keyed by its own score (at_least_tenth of the submit time or request), which never changes (CPU
-  // time against sorting them at each scan, FCFS: the store's first 20,000 / 100,000 jobs 148k ->
+  // and its entry (job -1: none). FCFS's, SJF's and F1's conservative scans by groups walk them
+  // too, each keyed by its own score (FCFS's at_least_tenth of the submit time, SJF's of the
+  // request, F1's from its request, procs and submit time), which never changes (CPU time
+  // against sorting them at each scan, FCFS: the store's first 20,000 / 100,000 jobs 148k ->
   // 176k / 60k -> 77k jobs/s, KTH-SP2 x0.5 96k -> 146k, lublin_256 x0.5 44k -> 79k, HPC2N x0.25
   // 143k -> 154k, x1 the same).
   bool keep_heads_ = false;

@@ -1,7 +1,7 @@
 // The waiting jobs' indexes as jobs arrive and leave the queue: index_ (FCFS, SJF, F1) or
-// groups_ (WFP3, UNICEP, SJBF; FCFS's and SJF's conservative scans where plans_by_groups()), and
-// the groups' heads kept in order (SJBF's, FCFS's and SJF's: simulator.hpp, ordered_heads_ and
-// sjbf_picks_).
+// groups_ (WFP3, UNICEP, SJBF; FCFS's, SJF's and F1's conservative scans where
+// plans_by_groups()), and the groups' heads kept in order (SJBF's, FCFS's, SJF's and F1's:
+// simulator.hpp, ordered_heads_ and sjbf_picks_).
 #include <utility>
 
 #include "simulator.hpp"

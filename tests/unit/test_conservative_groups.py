@@ -1,14 +1,14 @@
-"""Conservative backfilling of the group policies (WFP3, UNICEP, SJBF with requests, FCFS on
-windows of more than 16 sizes, and SJF there where groups hold 32 jobs or more) merges the
-groups of like jobs by policy order at the scan; the groups that come after the last fitting
+"""Conservative backfilling of the group policies (WFP3, UNICEP, SJBF with requests, FCFS and
+F1 on windows of more than 16 sizes, and SJF there where groups hold 32 jobs or more) merges
+the groups of like jobs by policy order at the scan; the groups that come after the last fitting
 group's oldest job join the merge only when the walk reaches them (issue 17). A hand case
 where a fitting group's second job comes after a group that did not fit: that group's
-reservation must be made before the second job is tried; FCFS on many sizes and SJF on groups
-of many jobs against the reference; and past the walk's first 32 jobs, where the plan near now
-keeps only the groups that might still start before its end, a hand case and long queues of
-many groups against the reference (also where a request is the plan near now's width), and
-again as exact_until_ falls: long queues of requests from 1 s to 1,000 s, with runtimes within
-them and past them (where exact_until_ can fall to now itself)."""
+reservation must be made before the second job is tried; FCFS and F1 on many sizes and SJF on
+groups of many jobs against the reference; and past the walk's first 32 jobs, where the plan
+near now keeps only the groups that might still start before its end, a hand case and long
+queues of many groups against the reference (also where a request is the plan near now's
+width), and again as exact_until_ falls: long queues of requests from 1 s to 1,000 s, with
+runtimes within them and past them (where exact_until_ can fall to now itself)."""
 
 import numpy as np
 import pytest
@@ -49,10 +49,11 @@ def plans_as_the_reference(workload, policy: str) -> None:
     assert cpp_starts(jobs, machine, policy, "conservative") == expected
 
 
+@pytest.mark.parametrize("policy", ("fcfs", "f1"))
 @settings(max_examples=40, deadline=None)
 @given(workload=many_sizes(max_jobs=90))
-def test_fcfs_on_many_sizes_plans_by_groups_as_the_reference_plans(workload):
-    plans_as_the_reference(workload, "fcfs")
+def test_static_orders_on_many_sizes_plan_by_groups_as_the_reference_plans(policy, workload):
+    plans_as_the_reference(workload, policy)
 
 
 @pytest.mark.parametrize("policy", ("wfp3", "sjbf"))
@@ -97,7 +98,7 @@ def test_the_plan_near_now_keeps_only_the_groups_that_may_start_before_its_end()
     assert cpp_starts(jobs, 180, "fcfs", "conservative") == expected
 
 
-@pytest.mark.parametrize("policy", ("fcfs", "wfp3", "unicep", "sjbf"))
+@pytest.mark.parametrize("policy", ("fcfs", "f1", "wfp3", "unicep", "sjbf"))
 @settings(max_examples=30, deadline=None)
 @given(workload=many_sizes(max_jobs=160, distinct=(30, 40), min_jobs=100))
 def test_long_queues_of_many_groups_plan_as_the_reference_plans(policy, workload):
@@ -196,7 +197,7 @@ def long_requests(seed: int, overrun: bool = False) -> tuple[list[Job], int]:
 # Of seeds 0 to 149, two on which a build that narrowed the heads to half that bound's distance
 # from now started jobs elsewhere than the reference (14: FCFS, WFP3, SJBF; 28: UNICEP, SJBF).
 @pytest.mark.parametrize("seed", (14, 28))
-@pytest.mark.parametrize("policy", ("fcfs", "wfp3", "unicep", "sjbf"))
+@pytest.mark.parametrize("policy", ("fcfs", "f1", "wfp3", "unicep", "sjbf"))
 def test_heads_narrowed_as_exact_until_falls_plan_as_the_reference_plans(policy, seed):
     plans_as_the_reference(long_requests(seed), policy)
 
