@@ -269,7 +269,7 @@ class WaitingIndex {
       const int32_t u = user_class_[j - begin_];
       lists_[list_at_[u] + listed_[u]++] = {
           request_[j], static_cast<uint32_t>(sizes_.class_of(procs_[j])), at.size_slot, at.rank};
-      estimate = std::min(mean_[u], estimate);
+      estimate = prediction(j);
     } else if (!users_.keys.empty()) {
       const size_t c = users_.class_of(user_class_[j - begin_]);
       if (users_.trees[c].min() == MinTree<int32_t>::kUnset) means_.set(c, mean_[c]);
@@ -482,10 +482,13 @@ class WaitingIndex {
     MinTree<double>& tree = sizes_.trees[c];
     const double v = tree.at(s);
     if (!predicted_ || v == MinTree<double>::kUnset) return v;
-    const int32_t j = by_rank_[sizes_.ranks[c][s]];
-    const double prediction = std::min(mean_[user_class_[j - begin_]], request_[j]);
-    if (prediction != v) tree.set(s, prediction);
-    return prediction;
+    const double exact = prediction(by_rank_[sizes_.ranks[c][s]]);
+    if (exact != v) tree.set(s, exact);
+    return exact;
+  }
+  // Job j's EASY++ prediction: its user's mean, at most its request.
+  double prediction(int32_t j) const {
+    return std::min(mean_[user_class_[j - begin_]], request_[j]);
   }
 
   const int32_t* procs_;
