@@ -150,13 +150,16 @@ void Simulator::make_index() {
   if (groups_ && groups_by_user())
     for (size_t g = 0; g < groups_->size(); ++g)
       group_users_.push_back(predictions_->history().user_index(groups_->first_of(g)));
-  if (policy_ != Policy::kSjbf) return;
   const int32_t users =
       group_users_.empty() ? 0 : *std::max_element(group_users_.begin(), group_users_.end()) + 1;
+  if (tracks_user_groups()) {
+    user_groups_.resize(users);
+    user_at_.assign(groups_->size(), 0);
+  }
+  if (predicted_groups()) group_predictions_.assign(groups_->size(), 0);
+  if (policy_ != Policy::kSjbf) return;
   if (backfill_ == Backfill::kNone) sjbf_picks_.emplace(users);
   if (!keep_heads_) return;
-  user_groups_.resize(users);
-  user_at_.assign(groups_->size(), 0);
   user_capped_.resize(users);
   for (int32_t u = 0; u < users; ++u) user_capped_[u] = sjbf_capped(u);
   capped_jobs_.assign(users, {});
@@ -368,6 +371,9 @@ void Simulator::apply_events() {
   if (!predictions_) return;
   if (index_ && estimate_ == Estimate::kPredicted)
     for (int32_t u : predictions_->changed_users()) index_->user_mean(u, user_mean(u));
+  if (predicted_groups())
+    for (int32_t u : predictions_->changed_users())
+      for (uint32_t g : user_groups_[u]) group_predictions_[g] = group_prediction(g);
   if (keep_heads_ && policy_ == Policy::kSjbf)
     for (int32_t u : predictions_->changed_users()) sjbf_rekey(u);
   if (sjbf_picks_)

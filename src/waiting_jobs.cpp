@@ -16,7 +16,12 @@ void Simulator::index_add(int32_t job) {
   if (groups_->oldest_of(g) != job) return;
   // The group's first waiting job (jobs come in index order).
   if (head_tournament_) head_tournament_->set(g, job, w_.submit[job]);
-  if (!sjbf_picks_ && !keep_heads_) return;
+  if (predicted_groups()) group_predictions_[g] = group_prediction(g);
+  if (tracks_user_groups())
+    if (const int32_t u = group_users_[g]; u >= 0) {
+      user_at_[g] = static_cast<uint32_t>(user_groups_[u].size());
+      user_groups_[u].push_back(static_cast<uint32_t>(g));
+    }
   if (sjbf_picks_) sjbf_move(g, -1, job);
   if (!keep_heads_) return;
   if (policy_ == Policy::kSjbf && in_capped(g)) {
@@ -24,11 +29,6 @@ void Simulator::index_add(int32_t job) {
     settle_capped(group_users_[g]);
   } else {
     ordered_heads_.insert(head(g, job));
-  }
-  if (policy_ != Policy::kSjbf) return;
-  if (const int32_t u = group_users_[g]; u >= 0) {
-    user_at_[g] = static_cast<uint32_t>(user_groups_[u].size());
-    user_groups_[u].push_back(static_cast<uint32_t>(g));
   }
 }
 
@@ -41,6 +41,13 @@ void Simulator::index_remove(int32_t job) {
   if (!oldest) return;
   const int32_t next = groups_->oldest_of(g);
   if (head_tournament_) head_tournament_->set(g, next, next >= 0 ? w_.submit[next] : 0);
+  if (next < 0 && tracks_user_groups())
+    if (const int32_t u = group_users_[g]; u >= 0) {
+      std::vector<uint32_t>& list = user_groups_[u];
+      user_at_[list.back()] = user_at_[g];
+      list[user_at_[g]] = list.back();
+      list.pop_back();
+    }
   if (sjbf_picks_) sjbf_move(g, job, next);
   if (!keep_heads_) return;
   if (policy_ == Policy::kSjbf && in_capped(g)) {
@@ -51,13 +58,6 @@ void Simulator::index_remove(int32_t job) {
   } else if (auto node = ordered_heads_.extract(head(g, job)); next >= 0) {
     node.value() = head(g, next);
     ordered_heads_.insert(std::move(node));
-  }
-  if (next >= 0) return;
-  if (const int32_t u = policy_ == Policy::kSjbf ? group_users_[g] : -1; u >= 0) {
-    std::vector<uint32_t>& list = user_groups_[u];
-    user_at_[list.back()] = user_at_[g];
-    list[user_at_[g]] = list.back();
-    list.pop_back();
   }
 }
 
