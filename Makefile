@@ -54,13 +54,13 @@ test: $(BUILT) lint
 	timeout 600 $(MPIRUN) -n $(MPI_NP) --oversubscribe $(PY) -m pytest -q --color=no -p no:cacheprovider tests/mpi
 
 lint: $(DEPS)
-	$(VENV)/bin/ruff check python tests bench
-	$(VENV)/bin/ruff format --check python tests bench
+	$(VENV)/bin/ruff check python tests bench tools
+	$(VENV)/bin/ruff format --check python tests bench tools
 	$(VENV)/bin/clang-format --dry-run --Werror src/*.cpp src/*.hpp
 
 format: $(DEPS)
-	$(VENV)/bin/ruff format python tests bench
-	$(VENV)/bin/ruff check --fix python tests bench
+	$(VENV)/bin/ruff format python tests bench tools
+	$(VENV)/bin/ruff check --fix python tests bench tools
 	$(VENV)/bin/clang-format -i src/*.cpp src/*.hpp
 
 bench: $(BUILT)

@@ -380,7 +380,7 @@ class Simulator {
   std::optional<WaitingIndex> index_;  // FCFS, SJF and F1's, for picks and EASY scans
   // WFP3, UNICEP and SJBF's, for picks and EASY scans; FCFS's conservative scans' on many sizes
   std::optional<WaitingGroups> groups_;
-  std::vector<int32_t> group_users_;     // groups_by_user(): per group, its user_index()
+  std::vector<int32_t> group_users_;  // groups_by_user(): per group, its user_index()
   // predicted_groups(): per group with waiting jobs, group_prediction(), set as it gets its
   // first waiting job and again as its user's history changes (user_groups_ lists the user's
   // groups with waiting jobs, as for SJBF below). A plan tests every group that fits beside
@@ -390,7 +390,7 @@ class Simulator {
   bool tracks_user_groups() const {
     return (keep_heads_ && policy_ == Policy::kSjbf) || predicted_groups();
   }
-  std::optional<SjbfPicks> sjbf_picks_;  // SJBF without backfilling: its picks
+  std::optional<SjbfPicks> sjbf_picks_;                    // SJBF without backfilling: its picks
   mutable std::optional<HeadTournament> head_tournament_;  // WFP3's, UNICEP's likewise
   // Where fewer groups wait, keying each at a pick costs less than finding the tournament's
   // changed nodes again (LANL-CM5 at its native load: WFP3 3.7M -> 2.3M jobs/s, UNICEP 3.9M
