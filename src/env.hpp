@@ -237,6 +237,7 @@ class BatchEnv {
     Policy teacher = Policy::kFcfs;    // heuristic_actions()'s heuristic in this episode
     size_t teacher_rule = 0;           // and its rule, with order actions
     Policy best = Policy::kFcfs;       // the window's best heuristic, when it is run
+    size_t best_rule = 0;              // its rule (the next window's runs begin with it)
     double best_bsld = 0;              // its avg bsld (NaN when not run)
     Policy last_best = Policy::kFcfs;  // best and best_bsld of the last finished episode
     double last_best_bsld = std::numeric_limits<double>::quiet_NaN();
@@ -262,7 +263,7 @@ class BatchEnv {
   void reset_window_jobs(Env& e) const;
   void run_heuristics(Env& e);
   // The rule of the lowest avg bsld on jobs [begin, end) and that run's metrics.
-  std::pair<size_t, Metrics> best_heuristic(size_t begin, size_t end) const;
+  std::pair<size_t, Metrics> best_heuristic(size_t begin, size_t end, size_t first) const;
   // With order actions, one per order, and one per backfill when there are several.
   size_t rule_features() const {
     return kHeuristics.size() + (backfills_.size() > 1 ? backfills_.size() : 0);

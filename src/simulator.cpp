@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "metrics.hpp"
 #include "nearly_sorted.hpp"
 #include "profile.hpp"
 
@@ -182,6 +183,28 @@ void Simulator::set_rule(Policy p, Backfill b) {
   planned_ = 0;
   plan_head_ = -1;
   near_.clear();
+}
+
+bool Simulator::run_within(double most) {
+  constexpr size_t kPicksABound = 16;
+  for (size_t picks = 1; !done_; ++picks) {
+    if (picks % kPicksABound == 0 && least_total_bsld() > most) return false;
+    const int32_t job = pick_heuristic();
+    ++stale_;  // its entry in queue_ goes at the next compaction
+    take(job);
+  }
+  return true;
+}
+
+double Simulator::least_total_bsld() const {
+  double least = 0;
+  for (size_t i = 0; i < start_.size(); ++i) {
+    const size_t j = begin_ + i;
+    const double wait =
+        std::isnan(start_[i]) ? std::max(now_ - w_.submit[j], 0.0) : start_[i] - w_.submit[j];
+    least += bounded_slowdown(wait, w_.runtime[j]);
+  }
+  return least;
 }
 
 const std::vector<double>& Simulator::run() {

@@ -45,6 +45,9 @@ class Simulator {
   // Picks by the heuristic until every job of the window has started; returns start times
   // (index i is job begin + i).
   const std::vector<double>& run();
+  // run(), given up (false) once the window's total bounded slowdown is sure to end above
+  // `most` (least_total_bsld(), every kPicksABound picks).
+  bool run_within(double most);
 
   // The decision interface used by the RL environment: after construction and after each
   // pick(), the simulator stands at the next decision (waiting jobs, nothing committed)
@@ -55,6 +58,9 @@ class Simulator {
   const std::vector<int32_t>& waiting() const;
   void pick(int32_t job);
   const std::vector<double>& start_times() const { return start_; }
+  // The least total bounded slowdown the window's jobs can end with: the started jobs', and
+  // each other job's had it started now (a later start only raises it).
+  double least_total_bsld() const;
   // The same, moved out of a simulator that is done with them.
   std::vector<double> take_start_times() && { return std::move(start_); }
   // The jobs started so far, in the order they started.
