@@ -187,8 +187,9 @@ void Simulator::set_rule(Policy p, Backfill b) {
 
 bool Simulator::run_within(double most) {
   constexpr size_t kPicksABound = 16;
+  const bool bounded = !std::isinf(most);
   for (size_t picks = 1; !done_; ++picks) {
-    if (picks % kPicksABound == 0 && least_total_bsld() > most) return false;
+    if (bounded && picks % kPicksABound == 0 && least_total_bsld() > most) return false;
     const int32_t job = pick_heuristic();
     ++stale_;  // its entry in queue_ goes at the next compaction
     take(job);
@@ -208,11 +209,7 @@ double Simulator::least_total_bsld() const {
 }
 
 const std::vector<double>& Simulator::run() {
-  while (!done_) {
-    const int32_t job = pick_heuristic();
-    ++stale_;  // its entry in queue_ goes at the next compaction
-    take(job);
-  }
+  run_within(std::numeric_limits<double>::infinity());
   return start_;
 }
 

@@ -46,7 +46,7 @@ class Simulator {
   // (index i is job begin + i).
   const std::vector<double>& run();
   // run(), given up (false) once the window's total bounded slowdown is sure to end above
-  // `most` (least_total_bsld(), every kPicksABound picks).
+  // `most` (least_total_bsld(), every kPicksABound picks; never where `most` is infinite).
   bool run_within(double most);
 
   // The decision interface used by the RL environment: after construction and after each
