@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from reference_sim import Job  # noqa: E402
 from reference_sim import simulate as simulate_py  # noqa: E402
-from simhelpers import jobs_of  # noqa: E402
+from simhelpers import jobs_of, traces_dir  # noqa: E402
 
 from ddppo_hpc.args import names  # noqa: E402
 from ddppo_hpc.config import load_config  # noqa: E402
@@ -186,8 +186,7 @@ def native_table(traces: Path, seconds: float) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_traces = os.environ.get("DDPPO_TRACES", ROOT.parent / "shared" / "traces")
-    p.add_argument("--traces", default=default_traces, help="folder of the shared traces")
+    p.add_argument("--traces", default=traces_dir(), help="folder of the shared traces")
     p.add_argument("--seconds", type=float, default=3, help="CPU time per measurement")
     p.add_argument("--episodes", type=int, default=4, help="heavy load: steps / window, per env")
     p.add_argument("--repeat", type=int, default=3, help="heavy-load measurements, median kept")

@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from reference_sim import Job  # noqa: E402
 from reference_sim import simulate as simulate_py  # noqa: E402
-from simhelpers import jobs_of  # noqa: E402
+from simhelpers import jobs_of, traces_dir  # noqa: E402
 
 from ddppo_hpc.args import names  # noqa: E402
 from ddppo_hpc.data import Trace, convert, read_swf  # noqa: E402
@@ -154,8 +154,7 @@ def store_trace(jobs: int, folder: Path) -> tuple[Trace, float]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_traces = os.environ.get("DDPPO_TRACES", ROOT.parent / "shared" / "traces")
-    p.add_argument("--traces", default=default_traces, help="folder of the shared traces")
+    p.add_argument("--traces", default=traces_dir(), help="folder of the shared traces")
     p.add_argument("--window", type=int, default=2000, help="jobs for conservative's ratio")
     p.add_argument("--repeat", type=int, default=3, help="C++ runs, best kept (default 3)")
     p.add_argument("--scales", type=scales, default="0.5,0.25", help="heavy-load submit scales")

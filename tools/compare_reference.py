@@ -17,7 +17,6 @@ jobs at submit x 0.25 can take it 20 s, so larger windows test fewer cases.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 import time
@@ -27,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from reference_sim import simulate as simulate_py  # noqa: E402
-from simhelpers import jobs_of  # noqa: E402
+from simhelpers import jobs_of, traces_dir  # noqa: E402
 
 from ddppo_hpc.args import names  # noqa: E402
 from ddppo_hpc.data import read_swf  # noqa: E402
@@ -45,8 +44,7 @@ SCALES = (1.0, 0.7, 0.5, 0.35, 0.25)
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default_traces = os.environ.get("DDPPO_TRACES", ROOT.parent / "shared" / "traces")
-    p.add_argument("--traces", type=Path, default=default_traces, help="folder of the SWF logs")
+    p.add_argument("--traces", type=Path, default=traces_dir(), help="folder of the SWF logs")
     p.add_argument("--seconds", type=float, default=600, help="how long to draw cases")
     p.add_argument("--seed", type=int, default=0, help="of the draws")
     p.add_argument("--window", type=int, default=700, help="jobs a case")
